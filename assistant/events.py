@@ -1,0 +1,65 @@
+"""Typed events of a reply; text chat, voice and replay differ only in how they render them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Status:
+    """A step in progress, shown on its own dim line."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The model called a tool."""
+
+    name: str
+    arguments: dict
+    label: str
+    """What the user sees, e.g. "Calculating 2 + 2"."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer as it is generated."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A complete sentence of the answer, ready for speech."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReplyDone:
+    """The reply ended; `text` is the whole answer."""
+
+    text: str
+    cancelled: bool = False
+    prompt_tokens: int = 0
+    processed_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Error:
+    """Something went wrong; `message` says what to do. The conversation is kept."""
+
+    stage: str
+    message: str
+
+
+Event = Status | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone | Error
