@@ -9,7 +9,6 @@ from models.base import (
     ChatModel,
     Chunk,
     PromptMessage,
-    TextChunk,
     ToolSpec,
     UsageChunk,
 )

@@ -1,0 +1,111 @@
+"""`parley`: the command line. Text chat today; every flag also reads PARLEY_<FLAG>."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import threading
+from pathlib import Path
+
+from assistant.errors import ConfigError, ModelError
+
+HELP_TEXT = """Commands:
+  /help      this help
+  /history   the numbered messages of this conversation
+  /clear     forget the conversation and start again
+  /quit      end (or Ctrl-D); Ctrl-C stops a reply but keeps the conversation"""
+
+
+def _env(name: str, default: str | None) -> str | None:
+    return os.environ.get(f"PARLEY_{name.upper()}", default)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="parley",
+        description="Parley, a local assistant. Runs on the embedded models unless told otherwise; "
+                    "nothing of a conversation is written to disk.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chat = commands.add_parser(
+        "chat", help="typed chat (the default)",
+        description="Typed chat. Piped stdin is read one message a line, each reply printed.")
+    add_model_flags(parser)
+    # The same flags after the subcommand; unset ones leave the top-level values alone.
+    add_model_flags(chat, suppress=True)
+    return parser
+
+
+def add_model_flags(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+    group = _Group(parser.add_argument_group("language model"), suppress)
+    group.add_argument("--llm-model", type=Path, default=_env("llm_model", None),
+                       help="a GGUF chat model (default: the embedded SmolLM2-135M)")
+    group.add_argument("--ctx", type=int, default=int(_env("ctx", "8192")),
+                       help="context size in tokens (default 8192)")
+    group.add_argument("--threads", type=int, default=_env("threads", None),
+                       help="llama.cpp threads (default: 2, measured fastest on 2 cores)")
+    group.add_argument("--answer-tokens", type=int, default=int(_env("answer_tokens", "1024")),
+                       help="tokens kept free for the answer (default 1024)")
+    group.add_argument("--max-tool-calls", type=int,
+                       default=int(_env("max_tool_calls", "4")),
+                       help="research budget: tool calls per reply (default 4)")
+
+
+class _Group:
+    """An argument group whose defaults can be suppressed (for subcommand copies)."""
+
+    def __init__(self, group, suppress: bool) -> None:
+        self._group, self._suppress = group, suppress
+
+    def add_argument(self, *names, **options) -> None:
+        if self._suppress:
+            options["default"] = argparse.SUPPRESS
+        self._group.add_argument(*names, **options)
+
+
+def load_conversation(args: argparse.Namespace):
+    from assistant.conversation import Conversation, ReplySettings
+    from assistant.tools import builtin_tools
+    from models.embedded import EmbeddedModelMissing, default_llm
+    from models.llama import LlamaChatModel, ModelLoadError, default_threads
+
+    if args.ctx < 512:
+        raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
+    if args.answer_tokens >= args.ctx // 2:
+        raise ConfigError("--answer-tokens must be less than half of --ctx")
+    try:
+        path = args.llm_model or default_llm()
+        model = LlamaChatModel(path, context_size=args.ctx,
+                               threads=int(args.threads or default_threads()))
+    except (ModelLoadError, EmbeddedModelMissing) as exc:
+        raise ModelError(f"Cannot load the language model: {exc}. "
+                         "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc
+    settings = ReplySettings(answer_tokens=args.answer_tokens,
+                             max_tool_calls=args.max_tool_calls)
+    return Conversation(model, builtin_tools(), settings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        conversation = load_conversation(args)
+    except (ConfigError, ModelError) as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 2
+    from assistant.chat import ChatSession
+
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    session = ChatSession(conversation, interactive=sys.stdin.isatty())
+    return session.run(stdin)
+
+
+def run_in_worker(target, cancel) -> None:
+    """Run a reply on a worker so Ctrl-C in the main thread only cancels it."""
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    while worker.is_alive():
+        try:
+            worker.join(0.1)
+        except KeyboardInterrupt:
+            cancel.cancel()
