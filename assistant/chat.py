@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TextIO
 
 from rich.console import Console
@@ -76,5 +77,5 @@ class ChatSession:
                     break
                 continue
             cancel = CancelToken()
-            run_in_worker(lambda: self.conversation.reply(line, self.render, cancel), cancel)
+            run_in_worker(partial(self.conversation.reply, line, self.render, cancel), cancel)
         return 0

@@ -91,8 +91,8 @@ class LlamaChatModel(ChatModel):
                     {"type": "function", "function": call}]})
                 out.append({"role": "tool", "name": message.tool_name, "content": message.content})
             else:
-                out.append({"role": "assistant",
-                            "content": render_call(message.tool_name or "", message.tool_arguments)})
+                call_text = render_call(message.tool_name or "", message.tool_arguments)
+                out.append({"role": "assistant", "content": call_text})
                 out.append({"role": "user",
                             "content": f"Result of {message.tool_name}:\n{message.content}"})
         return out
@@ -128,7 +128,9 @@ class LlamaChatModel(ChatModel):
         with_tools = len(self._tokens(self._render([_PROBE], tools, True)))
         return with_tools - len(self._probe_tokens) + 1
 
-    def prompt_tokens(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> list[int]:
+    def prompt_tokens(
+        self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]
+    ) -> list[int]:
         return self._tokens(self._render(messages, tools, True))
 
     def stream(
