@@ -72,8 +72,8 @@ def load_conversation(args: argparse.Namespace):
 
     if args.ctx < 512:
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
-    if args.answer_tokens >= args.ctx // 2:
-        raise ConfigError("--answer-tokens must be less than half of --ctx")
+    if not 16 <= args.answer_tokens <= args.ctx // 2:
+        raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
     try:
         path = args.llm_model or default_llm()
         model = LlamaChatModel(path, context_size=args.ctx,

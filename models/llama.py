@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -46,6 +47,10 @@ class LlamaChatModel(ChatModel):
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ModelLoadError(f"llama-cpp-python is not installed ({exc})") from exc
+        _silence_llama_log()
+        failure = None
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = _ignore_llama_teardown(previous_hook)
         try:
             self._llm = Llama(
                 str(path),
@@ -57,7 +62,11 @@ class LlamaChatModel(ChatModel):
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
-            raise ModelLoadError(f"{path} is not a GGUF model llama.cpp can load ({exc})") from exc
+            failure = str(exc)
+        finally:
+            sys.unraisablehook = previous_hook
+        if failure is not None:
+            raise ModelLoadError(f"{path} is not a GGUF model llama.cpp can load ({failure})")
         self.name = path.name
         self.context_size = context_size
         self._temperature = temperature
@@ -150,7 +159,7 @@ class LlamaChatModel(ChatModel):
         completion = 0
         pieces = self._llm.create_completion(
             tokens, max_tokens=min(max_tokens, room), temperature=self._temperature,
-            stream=True, stop=[self._eos] if self._eos else None)
+            repeat_penalty=1.15, stream=True, stop=[self._eos] if self._eos else None)
         try:
             for piece in pieces:
                 completion += 1
@@ -171,6 +180,38 @@ class LlamaChatModel(ChatModel):
             same += 1
         # llama.cpp always evaluates the last prompt token again.
         return min(same, len(tokens) - 1)
+
+
+_LOG_CALLBACK = None
+
+
+def _ignore_llama_teardown(fallback):
+    """A failed load runs llama-cpp-python's __del__ on a half-built model, which raises;
+    that noise would bury the one line that tells the user what to do."""
+
+    def hook(unraisable) -> None:
+        module = getattr(type(unraisable.object), "__module__", "") or ""
+        owner = getattr(unraisable.object, "__module__", "") or ""
+        if not (module.startswith("llama_cpp") or owner.startswith("llama_cpp")):
+            fallback(unraisable)
+
+    return hook
+
+
+def _silence_llama_log() -> None:
+    """llama.cpp logs to stderr even when not verbose; Parley's terminal is the user's."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is None:
+        import ctypes
+
+        import llama_cpp
+
+        @llama_cpp.llama_log_callback
+        def quiet(level, text, user_data):  # noqa: ARG001 - ctypes signature
+            return None
+
+        _LOG_CALLBACK = quiet
+        llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
 
 
 def default_threads() -> int:
