@@ -82,6 +82,7 @@ class LlamaChatModel(ChatModel):
         self._bos = self._token_text(self._llm.token_bos())
         self._eos = self._token_text(self._llm.token_eos())
         self._counts: dict[tuple, int] = {}
+        self._overheads: dict[tuple, int] = {}
         self._probe_tokens = self._tokens(self._render([_PROBE], (), False))
 
     def _token_text(self, token: int) -> str:
@@ -134,8 +135,11 @@ class LlamaChatModel(ChatModel):
         return self._counts[key]
 
     def overhead_tokens(self, tools: Sequence[ToolSpec]) -> int:
-        with_tools = len(self._tokens(self._render([_PROBE], tools, True)))
-        return with_tools - len(self._probe_tokens) + 1
+        key = tuple(json.dumps([t.name, t.description, t.parameters]) for t in tools)
+        if key not in self._overheads:
+            with_tools = len(self._tokens(self._render([_PROBE], tools, True)))
+            self._overheads[key] = with_tools - len(self._probe_tokens) + 1
+        return self._overheads[key]
 
     def prompt_tokens(
         self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]
