@@ -41,6 +41,13 @@ def add_model_flags(parser: argparse.ArgumentParser, suppress: bool = False) -> 
     group = _Group(parser.add_argument_group("language model"), suppress)
     group.add_argument("--llm-model", type=Path, default=_env("llm_model", None),
                        help="a GGUF chat model (default: the embedded SmolLM2-135M)")
+    group.add_argument("--llm-url", default=_env("llm_url", None),
+                       help="an OpenAI-compatible server instead, e.g. http://host:8080/v1 "
+                            "(key from PARLEY_LLM_API_KEY)")
+    group.add_argument("--llm-name", default=_env("llm_name", "default"),
+                       help="the model name to ask the server for (default: 'default')")
+    group.add_argument("--llm-timeout", type=float, default=float(_env("llm_timeout", "120")),
+                       help="seconds to wait for the server (default 120)")
     group.add_argument("--ctx", type=int, default=int(_env("ctx", "8192")),
                        help="context size in tokens (default 8192)")
     group.add_argument("--threads", type=int, default=_env("threads", None),
@@ -74,6 +81,13 @@ def load_conversation(args: argparse.Namespace):
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
     if not 16 <= args.answer_tokens <= args.ctx // 2:
         raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
+    if args.llm_url:
+        from models.openai_compat import OpenAIChatModel
+
+        model = OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
+                                context_size=args.ctx, timeout=args.llm_timeout)
+        return Conversation(model, builtin_tools(), ReplySettings(
+            answer_tokens=args.answer_tokens, max_tool_calls=args.max_tool_calls))
     try:
         path = args.llm_model or default_llm()
         model = LlamaChatModel(path, context_size=args.ctx,
