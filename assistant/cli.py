@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="parley",
         description="Parley, a local assistant. Runs on the embedded models unless told otherwise; "
                     "nothing of a conversation is written to disk.")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="a TOML file of settings named like the flags "
+                             "(default ~/.config/parley/config.toml, or PARLEY_CONFIG)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chat = commands.add_parser(
         "chat", help="typed chat (the default)",
@@ -100,8 +103,47 @@ def load_conversation(args: argparse.Namespace):
     return Conversation(model, builtin_tools(), settings)
 
 
+def config_defaults(argv: list[str]) -> dict:
+    """Defaults from a TOML file: `--config FILE`, PARLEY_CONFIG, or ~/.config/parley/config.toml.
+
+    Keys are flag names (`ctx = 4096`, `llm-model = "..."`); flags and env still win.
+    """
+    import tomllib
+
+    explicit = None
+    if "--config" in argv[:-1]:
+        explicit = argv[argv.index("--config") + 1]
+    path = Path(explicit or os.environ.get("PARLEY_CONFIG")
+                or Path.home() / ".config" / "parley" / "config.toml")
+    if not path.is_file():
+        if explicit or os.environ.get("PARLEY_CONFIG"):
+            raise ConfigError(f"no config file at {path}")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc})") from exc
+    known = {a.dest for a in build_parser()._actions}
+    values = {key.replace("-", "_"): value for key, value in data.items()}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        defaults = config_defaults(argv)
+    except ConfigError as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 2
+    parser = build_parser()
+    # Environment variables were read into the flag defaults; a config file only fills
+    # settings neither the environment nor the command line gave.
+    parser.set_defaults(**{k: v for k, v in defaults.items()
+                           if f"PARLEY_{k.upper()}" not in os.environ})
+    args = parser.parse_args(argv)
     try:
         conversation = load_conversation(args)
     except (ConfigError, ModelError) as exc:

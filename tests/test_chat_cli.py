@@ -49,3 +49,24 @@ def test_quit_clear_and_unknown_commands():
 def test_flags_after_subcommand_do_not_reset_earlier_ones():
     args = build_parser().parse_args(["--ctx", "2048", "chat", "--max-tool-calls", "2"])
     assert (args.ctx, args.max_tool_calls) == (2048, 2)
+
+
+def test_toml_config_fills_settings_flags_win(tmp_path, monkeypatch):
+    from assistant.cli import config_defaults
+
+    config = tmp_path / "parley.toml"
+    config.write_text('ctx = 4096\nmax-tool-calls = 1\n')
+    defaults = config_defaults(["--config", str(config)])
+    parser = build_parser()
+    parser.set_defaults(**defaults)
+    args = parser.parse_args(["--config", str(config), "--ctx", "2048"])
+    assert (args.ctx, args.max_tool_calls) == (2048, 1)
+
+
+def test_bad_config_is_a_clear_exit_2(tmp_path, capsys):
+    from assistant.cli import main
+
+    config = tmp_path / "parley.toml"
+    config.write_text("colour = 'blue'\n")
+    assert main(["--config", str(config)]) == 2
+    assert "unknown setting(s) colour" in capsys.readouterr().err
