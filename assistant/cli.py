@@ -74,33 +74,35 @@ class _Group:
         self._group.add_argument(*names, **options)
 
 
+def load_model(args: argparse.Namespace):
+    """The chat model the flags ask for: a remote server, a GGUF, or the embedded one."""
+    if args.llm_url:
+        from models.openai_compat import OpenAIChatModel
+
+        return OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
+                               context_size=args.ctx, timeout=args.llm_timeout)
+    from models.embedded import EmbeddedModelMissing, default_llm
+    from models.llama import LlamaChatModel, ModelLoadError, default_threads
+
+    try:
+        return LlamaChatModel(args.llm_model or default_llm(), context_size=args.ctx,
+                              threads=int(args.threads or default_threads()))
+    except (ModelLoadError, EmbeddedModelMissing) as exc:
+        raise ModelError(f"Cannot load the language model: {exc}. "
+                         "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc
+
+
 def load_conversation(args: argparse.Namespace):
     from assistant.conversation import Conversation, ReplySettings
     from assistant.tools import builtin_tools
-    from models.embedded import EmbeddedModelMissing, default_llm
-    from models.llama import LlamaChatModel, ModelLoadError, default_threads
 
     if args.ctx < 512:
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
     if not 16 <= args.answer_tokens <= args.ctx // 2:
         raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
-    if args.llm_url:
-        from models.openai_compat import OpenAIChatModel
-
-        model = OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
-                                context_size=args.ctx, timeout=args.llm_timeout)
-        return Conversation(model, builtin_tools(), ReplySettings(
-            answer_tokens=args.answer_tokens, max_tool_calls=args.max_tool_calls))
-    try:
-        path = args.llm_model or default_llm()
-        model = LlamaChatModel(path, context_size=args.ctx,
-                               threads=int(args.threads or default_threads()))
-    except (ModelLoadError, EmbeddedModelMissing) as exc:
-        raise ModelError(f"Cannot load the language model: {exc}. "
-                         "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc
     settings = ReplySettings(answer_tokens=args.answer_tokens,
                              max_tool_calls=args.max_tool_calls)
-    return Conversation(model, builtin_tools(), settings)
+    return Conversation(load_model(args), builtin_tools(), settings)
 
 
 def config_defaults(argv: list[str]) -> dict:
