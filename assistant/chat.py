@@ -8,7 +8,17 @@ from typing import TextIO
 from rich.console import Console
 
 from assistant.conversation import Conversation
-from assistant.events import Error, Event, ReplyDone, Status, TextDelta, ToolCall, ToolResult
+from assistant.events import (
+    Error,
+    Event,
+    ReplyDone,
+    Status,
+    Summarized,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
+from memory.summary import summary_block
 from models.base import CancelToken
 
 
@@ -28,6 +38,11 @@ class ChatSession:
         elif isinstance(event, (Status, ToolCall)):
             text = event.text if isinstance(event, Status) else event.label
             out.print(f"· {text}…" if not text.endswith("…") else f"· {text}", style="dim")
+        elif isinstance(event, Summarized):
+            new = len(event.new_bullets)
+            out.print(f"· Summarized the earlier conversation up to #{event.covered_through} "
+                      f"({new} new bullet{'s' if new != 1 else ''}; /summary shows it)",
+                      style="dim")
         elif isinstance(event, ToolResult) and event.is_error:
             out.print(f"· {event.name}: {event.content}", style="dim")
         elif isinstance(event, ReplyDone):
@@ -48,12 +63,23 @@ class ChatSession:
                 who = f"{m.role} ({m.tool})" if m.tool else m.role
                 text = m.content if len(m.content) <= 200 else m.content[:200] + "…"
                 self.console.print(f"#{m.seq} {who}: {text}")
+        elif name == "/summary":
+            self.show_summary()
         elif name == "/clear":
-            self.conversation.history.clear()
+            self.conversation.clear()
             self.console.print("· Conversation cleared.", style="dim")
         else:
             self.console.print(f"! Unknown command {name}; /help lists them.", style="bold red")
         return True
+
+    def show_summary(self) -> None:
+        conversation = self.conversation
+        if not conversation.summary.covered_through:
+            self.console.print("· No summary yet: the whole conversation still fits the "
+                               "model's context.", style="dim")
+            return
+        self.console.print(summary_block(conversation.summary, conversation.history.messages,
+                                         with_lookup=False))
 
     def run(self, stdin: TextIO) -> int:
         from assistant.cli import run_in_worker

@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from assistant import history_tool
 from assistant.events import (
     Error,
     Event,
     ReplyDone,
     Sentence,
     Status,
+    Summarized,
     TextDelta,
     ToolCall,
     ToolResult,
 )
 from assistant.sentences import SentenceSplitter
+from assistant.summarizer import write_summary
 from assistant.tools import ToolRegistry
 from memory.fitting import PromptTooLarge, fit_history
 from memory.history import History, Message
+from memory.search import HistorySearch, SearchIndexCache, describe
+from memory.summary import (
+    RETRY_AFTER_MESSAGES,
+    SUMMARY_SECONDS,
+    RunningSummary,
+    plan_summary,
+    summary_block,
+)
 from models.base import (
     CancelToken,
     ChatModel,
@@ -46,18 +58,31 @@ class ReplySettings:
     max_tool_calls: int = 4
     """Research budget: tool calls per reply before a final answer without tools."""
     system_prompt: str = SYSTEM_PROMPT
+    summary_seconds: float = SUMMARY_SECONDS
+    """Limit for writing the running summary, including the wait for the model."""
+    recall_hints: bool = True
+    """Show the best matching passage of a covered message beside the user's message."""
 
     def __post_init__(self) -> None:
         if self.answer_tokens < 16:
             raise ValueError("answer_tokens must be at least 16")
         if self.max_tool_calls < 0:
             raise ValueError("max_tool_calls cannot be negative")
+        if self.summary_seconds <= 0:
+            raise ValueError("summary_seconds must be positive")
 
 
 def to_prompt(message: Message) -> PromptMessage:
     if message.role == "tool":
         return PromptMessage("tool", message.content, message.tool, message.arguments)
     return PromptMessage(message.role, message.content)
+
+
+HINT_CHARS = 600
+HINT_MIN_SHARE = 0.45
+"""A recall hint is shown when its passage holds at least this share of the query's weight…"""
+HINT_MIN_SCORE = 2.0
+"""…and matches rare words, not only common ones."""
 
 
 class Conversation:
@@ -68,11 +93,21 @@ class Conversation:
         model: ChatModel,
         tools: ToolRegistry | None = None,
         settings: ReplySettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.model = model
         self.tools = tools or ToolRegistry()
         self.settings = settings or ReplySettings()
         self.history = History()
+        self.summary = RunningSummary()
+        self.clock = clock
+        self._search_cache = SearchIndexCache()
+
+    def clear(self) -> None:
+        """Forget the whole conversation, its summary included."""
+        self.history.clear()
+        self.summary = RunningSummary()
+        self._search_cache = SearchIndexCache()
 
     def reply(
         self,
@@ -86,24 +121,35 @@ class Conversation:
         if not text:
             return None
         user = self.history.add("user", text)
+        earlier = [m for m in self.history.messages[:-1]
+                   if m.tool != history_tool.NAME]  # its results only repeat other messages
+        tools = self.tools
+        if earlier:
+            search = HistorySearch(earlier, self._search_cache)
+            tools = tools.with_tool(history_tool.history_tool(search))
         answer = ""
         usage = UsageChunk(0, 0, 0)
         splitter = SentenceSplitter()
         calls = 0
         try:
+            if not self._summarize_if_needed(user.seq, tools, emit, cancel):
+                self.history.remove_from(user.seq)
+                done = ReplyDone("", cancelled=True)
+                emit(done)
+                return done
             while True:
-                tools = self.tools.specs() if calls < self.settings.max_tool_calls else []
-                if calls and not tools:
+                specs = tools.specs() if calls < self.settings.max_tool_calls else []
+                if calls and not specs:
                     emit(Status("Research budget reached; answering with what was found."))
-                prompt = self._prompt(user.seq, tools)
+                prompt = self._prompt(user.seq, specs, emit if calls == 0 else None)
                 call: ToolCallChunk | None = None
-                for chunk in self.model.stream(prompt, tools, self.settings.answer_tokens, cancel):
+                for chunk in self.model.stream(prompt, specs, self.settings.answer_tokens, cancel):
                     if isinstance(chunk, TextChunk):
                         answer += chunk.text
                         emit(TextDelta(chunk.text))
                         for sentence in splitter.feed(chunk.text):
                             emit(Sentence(sentence))
-                    elif isinstance(chunk, ToolCallChunk) and tools and call is None:
+                    elif isinstance(chunk, ToolCallChunk) and specs and call is None:
                         call = chunk
                     elif isinstance(chunk, UsageChunk):
                         usage = UsageChunk(usage.prompt_tokens + chunk.prompt_tokens,
@@ -112,7 +158,7 @@ class Conversation:
                 if cancel.cancelled or call is None:
                     break
                 calls += 1
-                self._run_tool(call, emit)
+                self._run_tool(tools, call, emit)
                 if cancel.cancelled:
                     break
         except PromptTooLarge as exc:
@@ -139,28 +185,124 @@ class Conversation:
         emit(done)
         return done
 
-    def _run_tool(self, call: ToolCallChunk, emit: Callable[[Event], None]) -> None:
+    def _run_tool(self, tools: ToolRegistry, call: ToolCallChunk,
+                  emit: Callable[[Event], None]) -> None:
         if call.error:
             content, is_error, name = f"Error: {call.error}. Try again.", True, call.name
         else:
             name = call.name
-            emit(ToolCall(name, call.arguments, self.tools.label(name, call.arguments)))
-            content, is_error = self.tools.call(name, call.arguments)
+            emit(ToolCall(name, call.arguments, tools.label(name, call.arguments)))
+            content, is_error = tools.call(name, call.arguments)
         emit(ToolResult(name or "tool", content, is_error))
         query = " ".join(str(v) for v in call.arguments.values())[:200]
         self.history.add("tool", content, tool=name or "tool", query=query,
                          arguments=call.arguments)
 
-    def system_message(self, tools: list) -> PromptMessage:
+    # -- the prompt -------------------------------------------------------------------
+
+    def system_message(self, tools: list, summary: RunningSummary | None = None) -> PromptMessage:
+        """System prompt, tool strategy, and the running summary if there is one.
+
+        The final answer after a research-budget stop has no tools: it keeps the
+        summary but not the guidance to look things up.
+        """
+        summary = self.summary if summary is None else summary
         text = self.settings.system_prompt
+        with_lookup = any(t.name == history_tool.NAME for t in tools)
         if tools:
             text += "\n" + TOOL_STRATEGY
+        if with_lookup:
+            text += "\n" + history_tool.STRATEGY
+        block = summary_block(summary, self.history.messages, with_lookup)
+        if block:
+            text += "\n\n" + block
         return PromptMessage("system", text)
 
-    def _prompt(self, current_seq: int, tools: list) -> list[PromptMessage]:
-        system = self.system_message(tools)
-        room = (self.model.context_size - self.settings.answer_tokens
+    def _room(self, system: PromptMessage, tools: list) -> int:
+        return (self.model.context_size - self.settings.answer_tokens
                 - self.model.overhead_tokens(tools) - self.model.count_tokens(system))
-        fit = fit_history(self.history.messages, current_seq,
-                          lambda m: self.model.count_tokens(to_prompt(m)), room)
-        return [system, *(to_prompt(m) for m in fit.kept)]
+
+    def _count(self, message: Message) -> int:
+        return self.model.count_tokens(to_prompt(message))
+
+    def _prompt(self, current_seq: int, tools: list,
+                emit: Callable[[Event], None] | None = None) -> list[PromptMessage]:
+        """The summary, then what fits of the messages after it, then a recall hint."""
+        system = self.system_message(tools)
+        room = self._room(system, tools)
+        uncovered = [m for m in self.history.messages if m.seq > self.summary.covered_through]
+        fit = fit_history(uncovered, current_seq, self._count, room)
+        hint = self._recall_hint(current_seq, set(fit.dropped)) if self.settings.recall_hints \
+            else None
+        if hint is not None:
+            seq, passage = hint
+            note = PromptMessage("user", passage)
+            try:
+                fit = fit_history(uncovered, current_seq, self._count,
+                                  room - self.model.count_tokens(note))
+            except PromptTooLarge:
+                hint = None
+            else:
+                if emit is not None:
+                    emit(Status(f"Recalling message #{seq} from earlier in this conversation"))
+        prompt = [system, *(to_prompt(m) for m in fit.kept)]
+        if hint is not None:
+            index = next(i for i, m in enumerate(fit.kept) if m.seq == current_seq) + 1
+            current = prompt[index]
+            prompt[index] = replace(current, content=f"{current.content}\n\n{hint[1]}")
+        return prompt
+
+    def _recall_hint(self, current_seq: int, dropped: set[int]) -> tuple[int, str] | None:
+        """The best passage of a message out of the prompt that the user's words match strongly."""
+        out = [m for m in self.history.messages if m.seq < current_seq
+               and (m.seq <= self.summary.covered_through or m.seq in dropped)
+               and m.tool != history_tool.NAME]
+        if not out:
+            return None
+        current = next(m for m in self.history.messages if m.seq == current_seq)
+        search = HistorySearch(out, self._search_cache)
+        found = search.best_passage(current.content, HINT_CHARS)
+        if found is None:
+            return None
+        place, share = found
+        if share < HINT_MIN_SHARE or place.score < HINT_MIN_SCORE:
+            return None
+        message = search.messages[place.seq]
+        passage = message.content[place.start:place.end].strip()
+        return place.seq, (f"(From earlier in this conversation, message #{place.seq}, "
+                           f"{describe(message)}: “{passage}”)")
+
+    # -- the running summary -----------------------------------------------------------
+
+    def _summarize_if_needed(self, current_seq: int, tools: ToolRegistry,
+                             emit: Callable[[Event], None], cancel: CancelToken) -> bool:
+        """Cover the oldest exchanges when the text no longer fits; False if cancelled.
+
+        At most once per reply, before any tool call, outside the research budget. A
+        failure falls back to the core's dropping and waits six messages to try again.
+        """
+        if current_seq < self.summary.retry_at:
+            return True
+        specs = tools.specs() if self.settings.max_tool_calls else []
+        bare = self.system_message(specs, RunningSummary())
+        room = self._room(bare, specs)
+        summary_tokens = (self.model.count_tokens(self.system_message(specs))
+                          - self.model.count_tokens(bare))
+        plan = plan_summary(self.history.messages, self.summary, current_seq, self._count,
+                            room, summary_tokens)
+        if plan is None:
+            return True
+        emit(Status("Summarizing the earlier conversation…"))
+        outcome = write_summary(self.model, plan, self.summary, cancel,
+                                self.settings.summary_seconds, self.clock)
+        if outcome.cancelled:
+            return False
+        if outcome.summary is None:
+            self.summary = replace(self.summary, retry_at=current_seq + RETRY_AFTER_MESSAGES)
+            emit(Status(f"Could not summarize the earlier conversation: {outcome.failure}. "
+                        "The oldest messages are left out of the prompt instead."))
+            return True
+        self.summary = outcome.summary
+        emit(Summarized(self.summary.text, self.summary.covered_through,
+                        outcome.new_bullets, outcome.replaced))
+        return True

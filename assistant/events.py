@@ -13,6 +13,18 @@ class Status:
 
 
 @dataclass(frozen=True)
+class Summarized:
+    """The running summary was updated; it now covers messages #1 to `covered_through`."""
+
+    text: str
+    """The whole summary, bullet per line."""
+    covered_through: int
+    new_bullets: tuple[str, ...]
+    fallback_bullets: int = 0
+    """How many of the new bullets were written without the model (its own failed)."""
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """The model called a tool."""
 
@@ -62,4 +74,4 @@ class Error:
     message: str
 
 
-Event = Status | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone | Error
+Event = Status | Summarized | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone | Error

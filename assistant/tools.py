@@ -32,6 +32,12 @@ class ToolRegistry:
     def register(self, tool: Tool) -> None:
         self._tools[tool.spec.name] = tool
 
+    def with_tool(self, tool: Tool) -> ToolRegistry:
+        """A copy with one more tool (a reply's own conversation_history)."""
+        copy = ToolRegistry(list(self._tools.values()))
+        copy.register(tool)
+        return copy
+
     def specs(self) -> list[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]
 

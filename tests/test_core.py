@@ -65,11 +65,14 @@ def test_research_budget_then_final_answer_without_tools():
 
 
 def test_fitting_drops_old_research_then_old_exchanges_keeps_current():
+    # When the summary cannot be written, fitting drops what does not fit (ADR 0140).
     conversation, model = make(context_size=1200, answer_tokens=200)
     model.enqueue('<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}'
-                  '</tool_call>', "A" * 1200, "B" * 1200, "C" * 1200, "fine")
+                  '</tool_call>', "A" * 1200, "B" * 1200, "C" * 1200,
+                  RuntimeError("summarizer down"), "fine")
     for question in ["first", "second", "third", "fourth"]:
         conversation.reply(question, lambda e: None)
+    assert conversation.summary.covered_through == 0
     last = model.prompts[-1]
     assert last[-1].content == "fourth"
     contents = [m.content for m in last]
