@@ -14,6 +14,7 @@ from assistant.errors import ConfigError, ModelError
 HELP_TEXT = """Commands:
   /help      this help
   /history   the numbered messages of this conversation
+  /summary   the summary of earlier messages that no longer fit, and what it covers
   /clear     forget the conversation and start again
   /quit      end (or Ctrl-D); Ctrl-C stops a reply but keeps the conversation"""
 

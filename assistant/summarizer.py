@@ -14,7 +14,7 @@ from memory.summary import (
     append_bullets,
     summary_request,
 )
-from models.base import CancelToken, ChatModel, PromptMessage, TextChunk
+from models.base import CancelToken, ChatModel, PromptMessage, TextChunk, UsageChunk
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,9 @@ class SummaryOutcome:
     failure: str = ""
     """Why it was not written: shown to the user, the reply goes on without it."""
     cancelled: bool = False
+    output_tokens: int = 0
+    raw_output: str = ""
+    """What the model wrote, before validation (for the benchmark)."""
 
 
 def write_summary(
@@ -50,7 +53,7 @@ def write_summary(
     system, user = request
     prompt = [PromptMessage("system", system), PromptMessage("user", user)]
     inner = CancelToken()  # stops the model at the deadline without cancelling the reply
-    output = ""
+    output, tokens = "", 0
     try:
         for chunk in model.stream(prompt, [], SUMMARY_OUTPUT_TOKENS, inner):
             if cancel.cancelled:
@@ -61,6 +64,8 @@ def write_summary(
                 return SummaryOutcome(None, failure=f"it took longer than {seconds:.0f} s")
             if isinstance(chunk, TextChunk):
                 output += chunk.text
+            elif isinstance(chunk, UsageChunk):
+                tokens = chunk.completion_tokens
     except Exception as exc:  # the reply goes on without a summary
         return SummaryOutcome(None, failure=f"the model failed ({exc})")
     if cancel.cancelled:
@@ -69,4 +74,4 @@ def write_summary(
         return SummaryOutcome(None, failure=f"it took longer than {seconds:.0f} s")
     bullets, replaced = accept_bullets(output, plan, summary.bullets)
     new = append_bullets(summary, bullets, plan.last_seq, replaced)
-    return SummaryOutcome(new, tuple(bullets), replaced)
+    return SummaryOutcome(new, tuple(bullets), replaced, output_tokens=tokens, raw_output=output)

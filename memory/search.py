@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -51,15 +52,23 @@ def _stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
+_PART = re.compile(r"[^\W_]+")
+
+
+def _tokens(text: str) -> list[tuple[int, str]]:
+    """(position, lowercase word), in text order; identifiers such as billing_api or v2.1
+    count whole and by their parts."""
+    lowered = text.lower()
+    parts = [(m.start(), m.group()) for m in _PART.finditer(lowered)]
+    compounds = [(m.start(), m.group()) for m in _WORD.finditer(lowered)
+                 if not m.group().isalnum()]
+    if not compounds:
+        return parts
+    return sorted(parts + compounds)
+
+
 def words(text: str) -> list[str]:
-    """Lowercase words; identifiers like billing_api or v1.2 also yield their parts."""
-    found: list[str] = []
-    for match in _WORD.finditer(text.lower()):
-        token = match.group()
-        found.append(token)
-        if not token.isalnum():
-            found.extend(part for part in re.split(r"[_.'-]", token) if part)
-    return found
+    return [word for _, word in _tokens(text)]
 
 
 @dataclass
@@ -75,14 +84,21 @@ def index_message(message: Message) -> MessageIndex:
     text = message.content
     starts = list(range(0, max(len(text) - WINDOW_STEP, 1), WINDOW_STEP)) or [0]
     windows = [(start, min(start + WINDOW_CHARS, len(text))) for start in starts]
-    index = MessageIndex(message.seq, windows)
+    tokens = _tokens(text)
+    positions = [position for position, _ in tokens]
+    extra = words(f"{message.tool or ''} {message.query}") if message.query else []
+    stems = dict(zip(*(lambda u: (u, _stemmer.stemWords(u)))(
+        list({w for _, w in tokens} | set(extra))), strict=True))
     collected: dict[str, dict[int, set[str]]] = {}
     for number, (start, end) in enumerate(windows):
-        found = words(text[start:end])
-        if number == 0 and message.query:  # a tool result is found by what it was asked
-            found += words(f"{message.tool or ''} {message.query}")
-        for word in found:
-            collected.setdefault(_stem(word), {}).setdefault(number, set()).add(word)
+        # Tokens are in text order, so a window's are one slice of the list.
+        first, last = bisect_left(positions, start), bisect_left(positions, end)
+        present = {word for _, word in tokens[first:last]}
+        if number == 0:
+            present.update(extra)  # a tool result is found by what it was asked
+        for word in present:
+            collected.setdefault(stems[word], {}).setdefault(number, set()).add(word)
+    index = MessageIndex(message.seq, windows)
     index.by_stem = {stem: {n: frozenset(ws) for n, ws in hits.items()}
                      for stem, hits in collected.items()}
     return index
@@ -132,6 +148,7 @@ class HistorySearch:
         self._cache = cache or SearchIndexCache()
         self._indexes: list[MessageIndex] | None = None
         self._window_count = 0
+        self._terms: dict[str, list[QueryTerm]] = {}
 
     @property
     def indexes(self) -> list[MessageIndex]:
@@ -142,6 +159,9 @@ class HistorySearch:
         return self._indexes
 
     def terms(self, query: str) -> list[QueryTerm]:
+        cached = self._terms.get(query)
+        if cached is not None:
+            return cached
         unique = dict.fromkeys(w for w in words(query) if w not in _STOPWORDS)
         terms = []
         for word in unique:
@@ -150,36 +170,48 @@ class HistorySearch:
             if df:
                 weight = math.log(1 + self._window_count / df)
                 terms.append(QueryTerm(word, stem, weight))
+        self._terms[query] = terms
         return terms
 
     def places(self, query: str) -> list[list[Place]]:
         """The best messages' best places, best first."""
         terms = self.terms(query)
-        scored: list[tuple[float, int, list[Place]]] = []
+        scored: list[tuple[float, int, dict[int, float], MessageIndex]] = []
         for index in self.indexes:
             window_scores: dict[int, float] = {}
             for term in terms:
-                for number, exact in index.by_stem.get(term.stem, {}).items():
-                    gain = term.weight * (1.0 if term.word in exact else STEM_MATCH_WEIGHT)
-                    window_scores[number] = window_scores.get(number, 0.0) + gain
-            if not window_scores:
-                continue
-            ranked = sorted(window_scores.items(), key=lambda item: (-item[1], item[0]))
-            chosen: list[Place] = []
-            for number, score in ranked:
-                start, end = index.windows[number]
-                if chosen and score < SECOND_PLACE_SHARE * chosen[0].score:
-                    break
-                if any(start < p.end and p.start < end for p in chosen):
-                    continue  # overlapping windows show the same place twice
-                chosen.append(Place(index.seq, start, end, score))
-                if len(chosen) == PLACES_PER_MESSAGE:
-                    break
-            # A message ranks by its best place; further places break ties.
-            rank = chosen[0].score + 0.1 * sum(p.score for p in chosen[1:])
-            scored.append((rank, index.seq, sorted(chosen, key=lambda p: p.start)))
+                hits = index.by_stem.get(term.stem)
+                if hits:
+                    for number, exact in hits.items():
+                        gain = term.weight if term.word in exact else \
+                            term.weight * STEM_MATCH_WEIGHT
+                        window_scores[number] = window_scores.get(number, 0.0) + gain
+            if window_scores:
+                scored.append((max(window_scores.values()), index.seq, window_scores, index))
+        # Messages rank by their best place; only the best few need their places chosen.
         scored.sort(key=lambda item: (-item[0], -item[1]))
-        return [places for _, _, places in scored[:BEST_MESSAGES]]
+        ranked = []
+        for _, _, window_scores, index in scored[:BEST_MESSAGES * 3]:
+            chosen = self._choose_places(index, window_scores)
+            rank = chosen[0].score + 0.1 * sum(p.score for p in chosen[1:])
+            ranked.append((rank, index.seq, sorted(chosen, key=lambda p: p.start)))
+        ranked.sort(key=lambda item: (-item[0], -item[1]))
+        return [places for _, _, places in ranked[:BEST_MESSAGES]]
+
+    @staticmethod
+    def _choose_places(index: MessageIndex, window_scores: dict[int, float]) -> list[Place]:
+        ordered = sorted(window_scores.items(), key=lambda item: (-item[1], item[0]))
+        chosen: list[Place] = []
+        for number, score in ordered:
+            if chosen and score < SECOND_PLACE_SHARE * chosen[0].score:
+                break
+            start, end = index.windows[number]
+            if any(start < p.end and p.start < end for p in chosen):
+                continue  # overlapping windows show the same place twice
+            chosen.append(Place(index.seq, start, end, score))
+            if len(chosen) == PLACES_PER_MESSAGE:
+                break
+        return chosen
 
     def best_passage(self, query: str, limit: int) -> tuple[Place, float] | None:
         """The single best place and the share of the query's weight it matched (0–1)."""

@@ -237,7 +237,8 @@ def accept_bullets(
 _DETAIL = re.compile(
     r"(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+"         # paths
     r"|\b[\w-]+\.(?:[a-z]{1,5})\b"                  # file names
-    r"|\b\d[\d,.:]*\d\b|\b\d\b"                     # numbers, times, versions, ports
+    r"|\bv\d+(?:\.\d+)+\b"                           # versions
+    r"|\b\d[\d,.:]*\d\b|\b\d\b"                     # numbers, times, ports
     r"|\b[A-Za-z]+(?:[_\d][\w]*)\b"                 # identifiers with digits or _
     r"|\b[a-z]+[A-Z]\w*\b"                          # camelCase
     r"|\b[A-Z][\w-]*[a-z][\w-]*(?:\s+[A-Z][\w-]*[a-z][\w-]*)*\b"  # names
@@ -249,6 +250,11 @@ _COMMON_CAPITALS = frozenset(
 )
 
 
+def _starts_line(text: str, position: int) -> bool:
+    before = text[:position].rstrip(" \t\"'“(")
+    return not before or before[-1] == "\n"
+
+
 def details(text: str) -> list[str]:
     """Numbers, names, paths and identifiers in `text`, in order, each once."""
     found: dict[str, None] = {}
@@ -256,6 +262,9 @@ def details(text: str) -> list[str]:
         item = match.group().strip(".,")
         if not item or item in _COMMON_CAPITALS:
             continue
+        if (" " not in item and item[:1].isupper() and item[1:].islower()
+                and _starts_line(text, match.start())):
+            continue  # a capital that only starts a message is not a name
         words = item.split()
         if words and words[0] in _COMMON_CAPITALS:
             item = " ".join(words[1:])
