@@ -90,9 +90,9 @@ def bench_search() -> None:
                                ("400 messages", 400, 921_000)):
         messages = synthetic_conversation(count, chars)
         total = sum(len(m.content) for m in messages)
-        naive = statistics.median(_median_ms(lambda q=q: naive_search(messages, q), 3)
+        naive = statistics.median(_median_ms(lambda q=q, m=messages: naive_search(m, q), 3)
                                   for q in queries[:5])
-        cold = statistics.median(_median_ms(lambda q=q: HistorySearch(messages).search(q), 3)
+        cold = statistics.median(_median_ms(lambda q=q, m=messages: HistorySearch(m).search(q), 3)
                                  for q in queries[:5])
         cache = SearchIndexCache()
         HistorySearch(messages[:-1], cache).search(queries[0])
@@ -100,7 +100,8 @@ def bench_search() -> None:
         grown = iter(range(10**6))
         last = messages[-1]
 
-        def per_reply(q: str) -> None:
+        def per_reply(q: str, last: Message = last, grown=grown,
+                      messages: list[Message] = messages, cache=cache) -> None:
             # One reply: the conversation grew by a message since the last search, so
             # that message is indexed now and the others come from the kept indexes.
             new = Message(last.seq, last.role, f"{last.content} {next(grown)}")
@@ -188,8 +189,8 @@ def build_conversation(model, hints: bool):
 def bench_summary_and_recall(model_path: str | None, ctx: int, only: str | None) -> None:
     from assistant.events import Status, Summarized, ToolCall
     from assistant.summarizer import write_summary
-    from memory.summary import RunningSummary, SummaryPlan
     from memory.history import group_exchanges
+    from memory.summary import RunningSummary, SummaryPlan
     from models.base import CancelToken
     from models.embedded import default_llm
     from models.llama import LlamaChatModel
