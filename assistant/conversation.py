@@ -62,6 +62,8 @@ class ReplySettings:
     """Limit for writing the running summary, including the wait for the model."""
     recall_hints: bool = True
     """Show the best matching passage of a covered message beside the user's message."""
+    max_messages: int | None = None
+    """Keep at most this many messages (voice keeps 400, the record's voice limit)."""
 
     def __post_init__(self) -> None:
         if self.answer_tokens < 16:
@@ -70,6 +72,8 @@ class ReplySettings:
             raise ValueError("max_tool_calls cannot be negative")
         if self.summary_seconds <= 0:
             raise ValueError("summary_seconds must be positive")
+        if self.max_messages is not None and self.max_messages < 4:
+            raise ValueError("max_messages must be at least 4")
 
 
 def to_prompt(message: Message) -> PromptMessage:
@@ -180,10 +184,25 @@ class Conversation:
             self.history.add("assistant", answer)
         elif cancel.cancelled:
             self.history.remove_from(user.seq)
+        if self.settings.max_messages is not None:
+            self.history.keep_last(self.settings.max_messages)
         done = ReplyDone(answer, cancel.cancelled, usage.prompt_tokens,
                          usage.processed_tokens, usage.completion_tokens)
         emit(done)
         return done
+
+    def note_heard(self, heard: str) -> None:
+        """The last reply was spoken and the user cut it short: keep it, saying what they heard.
+
+        The model then knows which part of its answer the user actually got.
+        """
+        last = self.history.messages[-1] if len(self.history) else None
+        if last is None or last.role != "assistant":
+            return
+        heard = heard.strip()
+        note = (f"[Spoken aloud; the user interrupted after hearing: “{heard}”]" if heard
+                else "[Spoken aloud; the user interrupted before hearing any of it]")
+        self.history.replace_content(last.seq, f"{last.content}\n{note}")
 
     def _run_tool(self, tools: ToolRegistry, call: ToolCallChunk,
                   emit: Callable[[Event], None]) -> None:

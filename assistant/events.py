@@ -74,4 +74,35 @@ class Error:
     message: str
 
 
-Event = Status | Summarized | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone | Error
+@dataclass(frozen=True)
+class Heard:
+    """Voice: what speech-to-text heard in one utterance ("" when it held no words)."""
+
+    text: str
+    confidence: float = 1.0
+    rejected: str = ""
+    """Why no words were taken from it ("no speech", "too quiet"…)."""
+    cut: bool = False
+    """The utterance reached the maximum length and was cut there; the rest follows."""
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """Voice: a sentence of the reply started playing."""
+
+    text: str
+    seconds: float
+    """Its length as audio."""
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """Voice: the user spoke over the reply; playback stopped and the rest was dropped."""
+
+    spoken_seconds: float
+    heard_text: str
+    """What the user heard of the reply before it stopped."""
+
+
+Event = (Status | Summarized | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone | Error
+         | Heard | Spoken | Interrupted)

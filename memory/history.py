@@ -76,6 +76,16 @@ class History:
         """Forget messages numbered `seq` and later (a reply that was cancelled)."""
         self._messages = [m for m in self._messages if m.seq < seq]
 
+    def replace_content(self, seq: int, content: str) -> None:
+        """Rewrite one message's text (a spoken reply the user cut short)."""
+        self._messages = [Message(m.seq, m.role, content, m.tool, m.query, m.arguments)
+                          if m.seq == seq else m for m in self._messages]
+
+    def keep_last(self, count: int) -> None:
+        """Keep only the newest `count` messages; numbers stay as they were said."""
+        if len(self._messages) > count:
+            self._messages = self._messages[-count:]
+
     @property
     def messages(self) -> tuple[Message, ...]:
         return tuple(self._messages)

@@ -1,0 +1,334 @@
+"""The voice loop: heard utterances and typed lines in, spoken replies out.
+
+Live voice and headless replay both drive a `VoiceLoop`: they differ only in where the
+audio comes from (a microphone, or a file fed at real-time pace) and where it goes (a
+speaker, or memory). Threads stay at the edges: the caller's thread feeds audio through
+the segmenter; speech-to-text has one worker; replies run one at a time on another, so
+listening goes on while Parley thinks and speaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from assistant.conversation import Conversation
+from assistant.events import (
+    Error,
+    Event,
+    Heard,
+    Interrupted,
+    ReplyDone,
+    Sentence,
+    Spoken,
+    Status,
+    TextDelta,
+)
+from assistant.speech_out import SpokenReply
+from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
+from models.base import CancelToken
+from models.speech import SpeechToText, TextToSpeech, Transcript
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """How the loop listens and talks."""
+
+    push_to_talk: bool = False
+    """Listen only between Enter presses (or until the end-of-speech silence)."""
+    barge_in: bool = False
+    """Keep listening while speaking; the user's speech stops playback and the reply.
+    Off by default: without a headset or echo canceller Parley would hear itself."""
+    echo_tail_ms: int = 300
+    """After playback ends the microphone is ignored this much longer (room echo)."""
+    speculative_stt: bool = True
+    """Start transcribing at the first pause, during the end-of-speech wait."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.echo_tail_ms <= 5000:
+            raise ValueError("echo_tail_ms must be between 0 and 5000")
+
+
+@dataclass
+class TurnRecord:
+    """One thing heard or typed, what was answered, and when each step happened."""
+
+    source: str
+    """"audio" or "text"."""
+    typed: str
+    started: float
+    """Clock time the turn began: the end of speech was detected, or the line was typed."""
+    heard: str = ""
+    reply: str = ""
+    events: list[dict] = field(default_factory=list)
+    interrupted: bool = False
+    spoken_seconds: float = 0.0
+    timings: dict[str, float | None] = field(default_factory=dict)
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    audio: list[np.ndarray] = field(default_factory=list, repr=False)
+    """The reply's audio, kept only for `parley replay --audio-out`."""
+
+    def first_audio_seen(self) -> bool:
+        return self.timings.get("first_audio_ms") is not None
+
+
+def event_json(event: Event, ms: float) -> dict:
+    data = {"ms": round(ms, 1), "type": type(event).__name__}
+    data.update(dataclasses.asdict(event))
+    return data
+
+
+class VoiceLoop:
+    def __init__(
+        self,
+        conversation: Conversation,
+        stt: SpeechToText,
+        tts: TextToSpeech,
+        output,
+        segmenter: Segmenter,
+        settings: VoiceSettings | None = None,
+        render: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        keep_audio: bool = False,
+    ) -> None:
+        self.conversation = conversation
+        self.stt = stt
+        self.tts = tts
+        self.output = output
+        self.segmenter = segmenter
+        self.settings = settings or VoiceSettings()
+        self.render = render or (lambda event: None)
+        self.clock = clock
+        self.keep_audio = keep_audio
+        self.records: list[TurnRecord] = []
+        self.listening = not self.settings.push_to_talk
+        self._turns: queue.Queue = queue.Queue()
+        self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
+        self._speculative: tuple[int, Future] | None = None
+        self._speech: SpokenReply | None = None
+        self._cancel: CancelToken | None = None
+        self._quiet_until = 0.0
+        self._lock = threading.Lock()
+        self._worker = threading.Thread(target=self._work, name="reply", daemon=True)
+        self._worker.start()
+
+    # -- audio in (the caller's thread) -----------------------------------------------
+
+    def feed_audio(self, pcm: np.ndarray) -> None:
+        """Microphone (or file) audio, 16 kHz mono int16, in chunks of any size."""
+        if not self.listening or self._ignoring_microphone():
+            self.segmenter.reset()
+            self._speculative = None
+            return
+        seen = self.segmenter.samples_seen
+        for event in self.segmenter.feed(pcm):
+            if isinstance(event, SpeechStarted):
+                self._maybe_barge_in(event, seen + len(pcm))
+            elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
+                self._speculative = (event.sample, self._stt.submit(self._transcribe, event.pcm))
+            elif isinstance(event, Utterance):
+                self._dispatch(event)
+
+    def start_listening(self) -> None:
+        """Push-to-talk: Enter was pressed; listen from now."""
+        self.segmenter.reset()
+        self.listening = True
+        self.render(Status("Listening… (Enter again to stop)"))
+
+    def stop_listening(self) -> None:
+        """Push-to-talk: the second Enter ends the utterance now; end of input in replay."""
+        utterance = self.segmenter.flush()
+        if utterance is not None:
+            self._dispatch(utterance)
+        if self.settings.push_to_talk:
+            self.listening = False
+
+    # -- text in ------------------------------------------------------------------------
+
+    def submit_text(self, text: str) -> TurnRecord | None:
+        text = text.strip()
+        if not text:
+            return None
+        record = self._record("text", text)
+        self._turns.put((record, text))
+        return record
+
+    # -- control ------------------------------------------------------------------------
+
+    @property
+    def replying(self) -> bool:
+        return self._cancel is not None
+
+    def interrupt(self) -> None:
+        """Stop the current reply: cancel generation and silence its speech."""
+        with self._lock:
+            if self._cancel is not None:
+                self._cancel.cancel()
+            if self._speech is not None:
+                self._speech.stop()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every queued turn was answered and spoken."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._turns.all_tasks_done:
+                if not self._turns.unfinished_tasks:
+                    return True
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._turns.all_tasks_done.wait(left if left is not None else 0.5)
+
+    def wait_quiet(self) -> None:
+        """Wait out the echo tail after Parley last spoke (replay's next clip starts then)."""
+        time.sleep(max(0.0, self._quiet_until - self.clock()))
+
+    def close(self) -> None:
+        self.interrupt()
+        self._turns.put(None)
+        self._worker.join(timeout=5)
+        self._stt.shutdown(wait=False, cancel_futures=True)
+
+    # -- inside ---------------------------------------------------------------------------
+
+    def _ignoring_microphone(self) -> bool:
+        """Parley does not listen to itself unless barge-in is on."""
+        if self.settings.barge_in:
+            return False
+        speech = self._speech
+        if self.output.speaking or (speech is not None and speech.first_audio_at is not None):
+            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+            return True
+        return self.clock() < self._quiet_until
+
+    def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
+        speech = self._speech
+        if not self.settings.barge_in or speech is None or speech.first_audio_at is None:
+            return
+        if speech.stopped:
+            return
+        started = self.clock()
+        self.interrupt()
+        record = self.records[-1] if self.records else None
+        if record is not None:
+            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / 16000
+            record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
+            record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
+
+    def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
+        transcript = self.stt.transcribe(pcm)
+        return transcript, self.clock()
+
+    def _dispatch(self, utterance: Utterance) -> None:
+        speculative, self._speculative = self._speculative, None
+        if speculative is not None and speculative[0] == utterance.speech_end_sample:
+            future = speculative[1]  # no speech since the pause: its transcript stands
+        else:
+            future = self._stt.submit(self._transcribe, utterance.speech_pcm)
+        record = self._record("audio", "")
+        record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
+        record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+        self._turns.put((record, (future, utterance.cut)))
+
+    def _record(self, source: str, typed: str) -> TurnRecord:
+        record = TurnRecord(source, typed, self.clock())
+        self.records.append(record)
+        return record
+
+    def _emit(self, record: TurnRecord, event: Event) -> None:
+        record.events.append(event_json(event, (self.clock() - record.started) * 1000))
+        self.render(event)
+
+    def _work(self) -> None:
+        while True:
+            item = self._turns.get()
+            if item is None:
+                self._turns.task_done()
+                return
+            record, payload = item
+            try:
+                self._turn(record, payload)
+            except Exception as exc:  # one bad turn must not end the session
+                self._emit(record, Error("voice", f"That turn failed ({exc}); the "
+                                                  "conversation is kept, try again."))
+            finally:
+                record.finished.set()
+                self._turns.task_done()
+
+    def _ms_since(self, record: TurnRecord, at: float | None = None) -> float:
+        return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
+
+    def _turn(self, record: TurnRecord, payload) -> None:
+        if record.source == "audio":
+            future, cut = payload
+            try:
+                transcript, heard_at = future.result()
+            except Exception as exc:
+                self._emit(record, Error("stt", f"Speech-to-text failed ({exc}); say it "
+                                                "again or type it."))
+                return
+            record.timings["stt_ms"] = self._ms_since(record, heard_at)
+            self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
+                                     transcript.rejected, cut))
+            if not transcript.text:
+                return
+            text = transcript.text
+        else:
+            text = payload
+        record.heard = text
+        self._reply(record, text)
+
+    def _reply(self, record: TurnRecord, text: str) -> None:
+        cancel = CancelToken()
+        speech = SpokenReply(
+            self.tts, self.output, cancel,
+            on_sentence=lambda s: self._spoken(record, s),
+            on_error=lambda message: self._emit(record, Error("tts", message)),
+            on_audio=record.audio.append if self.keep_audio else None,
+            clock=self.clock)
+        with self._lock:
+            self._cancel, self._speech = cancel, speech
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
+                record.timings["first_token_ms"] = self._ms_since(record)
+            if isinstance(event, Sentence):
+                speech.say(event.text)
+            if not isinstance(event, ReplyDone):
+                self._emit(record, event)
+
+        try:
+            done = self.conversation.reply(text, on_event, cancel)
+            speech.close()
+            speech.join()
+        finally:
+            with self._lock:
+                self._cancel, self._speech = None, None
+            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+        record.reply = done.text if done is not None else ""
+        record.spoken_seconds = round(speech.spoken_seconds, 2)
+        record.interrupted = speech.stopped
+        if speech.stopped and done is not None and done.text:
+            heard = speech.heard_text()
+            self.conversation.note_heard(heard)
+            self._emit(record, Interrupted(record.spoken_seconds, heard))
+        if done is not None:
+            self._emit(record, done)
+        if speech.first_audio_at is not None:
+            first = self._ms_since(record, speech.first_audio_at)
+            record.timings["first_audio_ms"] = first
+            record.timings["latency_ms"] = round(
+                first + (record.timings.get("end_of_speech_ms") or 0.0), 1)
+
+    def _spoken(self, record: TurnRecord, sentence) -> None:
+        if "first_audio_ms" not in record.timings:
+            # Set now (not only at the end) so replay can time a barge-in into this reply.
+            record.timings["first_audio_ms"] = self._ms_since(record)
+        self._emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))

@@ -1,0 +1,32 @@
+"""Text chat in a real pseudo-terminal: Ctrl-C stops a reply and keeps the conversation."""
+
+import os
+import sys
+
+import pexpect
+import pytest
+
+pytestmark = pytest.mark.real
+
+
+def test_ctrl_c_stops_the_reply_and_the_conversation_goes_on():
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TERM="dumb", COLUMNS="120")
+    child = pexpect.spawn(sys.executable, ["-m", "assistant", "chat", "--ctx", "2048"],
+                          env=env, encoding="utf-8", timeout=120)
+    try:
+        child.expect("you> ")
+        child.sendline("Write a very long story about a lighthouse keeper, in many paragraphs.")
+        child.expect("many paragraphs.\r\n")  # the terminal's echo of the line
+        child.expect(r"\w+ \w+ \w+")  # the reply has started streaming
+        child.sendintr()
+        child.expect(r"\[stopped\]")
+        child.expect("you> ")
+        child.sendline("/history")
+        child.expect(r"#1 user: Write a very long story")
+        child.expect(r"#2 assistant: ")
+        child.expect("you> ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0

@@ -1,0 +1,212 @@
+"""The voice loop and headless replay with stand-in engines around the real segmenter and VAD."""
+
+import json
+
+import numpy as np
+import pytest
+
+from assistant.conversation import Conversation, ReplySettings
+from assistant.replay import SessionError, load_session, replay, session_json
+from assistant.tools import builtin_tools
+from assistant.voice import VoiceLoop, VoiceSettings
+from audio.files import write_wav
+from audio.playback import MemorySpeaker
+from audio.segmenter import Segmenter, SegmenterSettings
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike
+
+RATE = 16000
+HELLO, TIME, STOP = 4000, 8000, 12000
+SCRIPT = {HELLO: "Hello there, Parley.", TIME: "What is six times seven?",
+          STOP: "Stop, that is enough."}
+
+
+def clip(seconds: float, peak: int) -> np.ndarray:
+    silence = np.zeros(int(0.4 * RATE), dtype=np.int16)
+    return np.concatenate([silence, speechlike(seconds, peak), silence])
+
+
+def write_session(folder, turns: list[dict], clips: dict[str, np.ndarray]):
+    for name, pcm in clips.items():
+        write_wav(folder / name, pcm, RATE)
+    path = folder / "session.json"
+    path.write_text(json.dumps({"turns": turns}))
+    return path
+
+
+def make_loop(model, barge_in=False, max_utterance_s=20.0, ms_per_char=50.0,
+              realtime=False, settings=None):
+    conversation = Conversation(model, builtin_tools(), settings or ReplySettings())
+    stt = ScriptedSpeechToText(SCRIPT)
+    tts = ToneTextToSpeech(ms_per_char)
+    segmenter = Segmenter(SegmenterSettings(max_utterance_s=max_utterance_s))
+    loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=realtime), segmenter,
+                     VoiceSettings(barge_in=barge_in, echo_tail_ms=100))
+    return loop, stt, tts
+
+
+def run_session(tmp_path, model, turns, clips, fast=True, **loop_options):
+    path = write_session(tmp_path, turns, clips)
+    loop, stt, tts = make_loop(model, **loop_options)
+    session = load_session(path)
+    try:
+        produced = replay(loop, session, fast=fast, timeout_s=60)
+    finally:
+        loop.close()
+    return session_json(loop, session, produced), loop, stt, tts
+
+
+def test_a_spoken_session_is_heard_answered_with_tools_and_spoken(tmp_path):
+    model = ScriptedChatModel()
+    model.enqueue(
+        "Hi! How can I help?",
+        '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call>',
+        "Six times seven is 42. Anything else?",
+        "You asked me what six times seven is.")
+    report, loop, stt, tts = run_session(
+        tmp_path, model,
+        [{"audio": "hello.wav"}, {"audio": "time.wav"}, {"text": "What did I ask?"}],
+        {"hello.wav": clip(1.2, HELLO), "time.wav": clip(1.5, TIME)})
+    turns = report["turns"]
+    assert [t["heard"] for t in turns] == [SCRIPT[HELLO], SCRIPT[TIME], "What did I ask?"]
+    assert turns[1]["reply"] == "Six times seven is 42. Anything else?"
+    assert turns[0]["input"] == {"audio": str((tmp_path / "hello.wav").resolve())}
+    # The sentences were spoken one by one, the first before the reply was complete.
+    assert tts.spoken[:2] == ["Hi!", "How can I help?"]
+    spoken = [e for e in turns[1]["events"] if e["type"] == "Spoken"]
+    assert [e["text"] for e in spoken] == ["Six times seven is 42.", "Anything else?"]
+    calls = [e for e in turns[1]["events"] if e["type"] == "ToolCall"]
+    assert calls and calls[0]["label"] == "Calculating 6*7"
+    timings = turns[0]["timings"]
+    assert timings["end_of_speech_ms"] == pytest.approx(700, abs=40)
+    assert timings["latency_ms"] == pytest.approx(
+        timings["end_of_speech_ms"] + timings["first_audio_ms"], abs=0.2)
+    assert timings["stt_ms"] <= timings["first_token_ms"] <= timings["first_audio_ms"]
+    assert turns[1]["spoken_seconds"] == pytest.approx(
+        len("Six times seven is 42.Anything else?") * 0.05, abs=0.05)
+    # Every heard message, numbered, with the tool result, passed to the next turn.
+    assert [(m["seq"], m["role"]) for m in report["messages"]] == [
+        (1, "user"), (2, "assistant"), (3, "user"), (4, "tool"), (5, "assistant"),
+        (6, "user"), (7, "assistant")]
+    assert report["messages"][3]["tool"] == "calculator"
+    last_prompt = [m.content for m in model.prompts[-1]]
+    assert SCRIPT[HELLO] in last_prompt and "6*7 = 42" in last_prompt
+    assert report["summary"] == {"text": "", "covered_through": 0}
+
+
+def test_replay_gives_the_same_results_every_time(tmp_path):
+    def once(folder):
+        model = ScriptedChatModel()
+        model.enqueue("First answer.", "Second answer.")
+        report, *_ = run_session(folder, model, [{"audio": "a.wav"}, {"audio": "b.wav"}],
+                                 {"a.wav": clip(1.0, HELLO), "b.wav": clip(2.0, TIME)})
+        return ([(t["heard"], t["reply"], t["timings"]["end_of_speech_ms"],
+                  t["timings"]["speech_seconds"]) for t in report["turns"]],
+                report["messages"])
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    assert once(tmp_path / "one") == once(tmp_path / "two")
+
+
+def test_noise_and_silence_are_not_turned_into_messages(tmp_path):
+    model = ScriptedChatModel()
+    quiet = (np.random.default_rng(1).normal(0, 60, RATE * 2)).astype(np.int16)
+    report, loop, stt, _ = run_session(
+        tmp_path, model, [{"audio": "quiet.wav"}, {"audio": "silence.wav"}],
+        {"quiet.wav": quiet, "silence.wav": np.zeros(RATE * 2, dtype=np.int16)})
+    assert [t["heard"] for t in report["turns"]] == ["", ""]
+    assert report["messages"] == [] and model.prompts == []
+
+
+def test_an_utterance_longer_than_the_maximum_is_cut_not_lost(tmp_path):
+    model = ScriptedChatModel()
+    model.enqueue("Part one noted.", "Part two noted.")
+    report, loop, stt, _ = run_session(
+        tmp_path, model, [{"audio": "long.wav"}], {"long.wav": clip(2.6, TIME)},
+        max_utterance_s=2.0)
+    turn = report["turns"][0]
+    heard = [e for e in turn["events"] if e["type"] == "Heard"]
+    assert len(heard) == 2 and heard[0]["cut"] is True and heard[1]["cut"] is False
+    # Both parts together hold the whole clip's speech.
+    assert sum(stt.heard[-2:]) >= 2.6 * RATE
+    assert [m["role"] for m in report["messages"]] == ["user", "assistant"] * 2
+
+
+def test_barge_in_stops_the_reply_and_keeps_what_was_heard(tmp_path):
+    model = ScriptedChatModel()
+    long_answer = "This is a long answer. " * 6
+    model.enqueue(long_answer.strip(), "All right, I stopped.")
+    report, loop, *_ = run_session(
+        tmp_path, model,
+        [{"audio": "hello.wav"}, {"audio": "stop.wav", "during_reply_ms": 1200}],
+        {"hello.wav": clip(1.0, HELLO), "stop.wav": clip(1.0, STOP)},
+        fast=False, barge_in=True, realtime=True)
+    first, second = report["turns"]
+    assert first["interrupted"] is True
+    total = len(long_answer.replace(" ", "")) * 0.05
+    assert 1.0 < first["spoken_seconds"] < total / 2
+    assert first["timings"]["barge_in_stop_ms"] < 200
+    assert second["heard"] == SCRIPT[STOP]
+    # The completed reply is kept, saying what the user heard of it.
+    assistant = report["messages"][1]
+    assert assistant["role"] == "assistant" and "the user interrupted" in assistant["content"]
+    assert "This is a long answer." in assistant["content"].split("[")[1]
+    assert [e["type"] for e in first["events"]].count("Interrupted") == 1
+
+
+def test_without_barge_in_parley_does_not_hear_itself(tmp_path):
+    model = ScriptedChatModel()
+    model.enqueue("This is a long answer. " * 6, "Unexpected.")
+    report, *_ = run_session(
+        tmp_path, model,
+        [{"audio": "hello.wav"}, {"audio": "stop.wav", "during_reply_ms": 500}],
+        {"hello.wav": clip(1.0, HELLO), "stop.wav": clip(0.8, STOP)},
+        fast=False, realtime=True)
+    first, second = report["turns"]
+    assert first["interrupted"] is False
+    assert second["heard"] == "" and len(report["messages"]) == 2
+
+
+def test_voice_history_is_capped_at_its_limit():
+    model = ScriptedChatModel()
+    loop, *_ = make_loop(model, settings=ReplySettings(max_messages=6))
+    try:
+        for number in range(5):
+            loop.submit_text(f"message {number}")
+        loop.wait_idle(30)
+    finally:
+        loop.close()
+    seqs = [m.seq for m in loop.conversation.history.messages]
+    assert seqs == [5, 6, 7, 8, 9, 10]
+
+
+def test_the_lookup_step_is_labelled_in_voice(tmp_path):
+    model = ScriptedChatModel()
+    model.enqueue("Noted.", '<tool_call>{"name": "conversation_history", '
+                  '"arguments": {"query": "billing port"}}</tool_call>', "It was 8101.")
+    report, *_ = run_session(
+        tmp_path, model,
+        [{"text": "The billing port is 8101."}, {"audio": "hello.wav"}],
+        {"hello.wav": clip(1.0, HELLO)})
+    labels = [e["label"] for e in report["turns"][1]["events"] if e["type"] == "ToolCall"]
+    assert labels == ["Searching earlier in this conversation for “billing port”"]
+    assert model.offered[1].count("conversation_history") == 1
+    assert "conversation_history" not in model.offered[0]  # nothing earlier to look back on
+
+
+def test_session_errors_name_the_file_and_the_turn(tmp_path):
+    (tmp_path / "broken.wav").write_bytes(b"RIFF" + bytes(range(200)))
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"turns": [{"text": "hi"}, {"audio": "broken.wav"}]}))
+    with pytest.raises(SessionError) as error:
+        load_session(path)
+    assert "turn 2" in str(error.value) and "broken.wav" in str(error.value)
+    path.write_text(json.dumps({"turns": [{"audio": "missing.wav"}]}))
+    with pytest.raises(SessionError, match="turn 1.*missing.wav"):
+        load_session(path)
+    path.write_text("{not json")
+    with pytest.raises(SessionError, match="not valid JSON"):
+        load_session(path)
+    path.write_text(json.dumps({"turns": [{"text": "a", "audio": "b.wav"}]}))
+    with pytest.raises(SessionError, match="turn 1"):
+        load_session(path)
