@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ class PiperTextToSpeech(TextToSpeech):
     def _load(path: Path, config: dict[str, Any], threads: int | None) -> Any:
         # PiperVoice.load() builds its own SessionOptions, which cannot limit threads; the
         # PiperVoice dataclass takes any session, so build the same one with our options.
+        # onnxruntime 1.29+ keeps a telemetry database under ~/.cache/Microsoft unless told
+        # not to; nothing of a Parley session may touch the disk. Set before it loads.
+        os.environ["ORT_DISABLE_TELEMETRY"] = "1"
         import onnxruntime
         from piper import PiperVoice
         from piper.config import PiperConfig

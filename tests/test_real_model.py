@@ -47,6 +47,17 @@ def run_parley(tmp_path: Path, stdin: bytes, *flags: str, trace: bool = False):
     return subprocess.run(command, input=stdin, capture_output=True, env=env, timeout=600)
 
 
+def written_outside(tmp_path: Path) -> list[str]:
+    """Files the traced process opened for writing outside `tmp_path` (strace's log)."""
+    written = []
+    for line in (tmp_path / "trace").read_text().splitlines():
+        if any(flag in line for flag in ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink")):
+            path = line.split('"')[1] if '"' in line else ""
+            if path and not path.startswith(("/dev/", str(tmp_path))) and "ENOENT" not in line:
+                written.append(line)
+    return written
+
+
 def test_piped_chat_with_the_embedded_model_writes_nothing_to_disk(tmp_path):
     trace = shutil.which("strace") is not None
     result = run_parley(
@@ -56,13 +67,7 @@ def test_piped_chat_with_the_embedded_model_writes_nothing_to_disk(tmp_path):
     lines = [line for line in result.stdout.decode().splitlines() if line.strip()]
     assert len(lines) >= 2, result.stdout  # one reply for each message, none fatal
     if trace:
-        written = []
-        for line in (tmp_path / "trace").read_text().splitlines():
-            if any(flag in line for flag in ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink")):
-                path = line.split('"')[1] if '"' in line else ""
-                if path and not path.startswith(("/dev/", str(tmp_path))) and "ENOENT" not in line:
-                    written.append(line)
-        assert written == []
+        assert written_outside(tmp_path) == []
 
 
 def test_corrupt_model_file_is_one_clear_line_and_exit_2(tmp_path):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import soxr
 
+from audio import samples as speech_samples
 from models.speech import STT_SAMPLE_RATE, SpeechEngineError, Transcript
-from tests import speech_samples
 
 RATE = STT_SAMPLE_RATE
 real = pytest.mark.real

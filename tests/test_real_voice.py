@@ -1,0 +1,62 @@
+"""`parley replay` with the real embedded engines on recordings of human speech."""
+
+import json
+import shutil
+
+import jiwer
+import pytest
+
+from audio import samples
+from audio.files import write_wav
+from tests.test_real_model import run_parley, written_outside
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def book():
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    return samples.librivox()
+
+
+def test_replay_hears_real_speech_answers_and_writes_only_what_was_asked(tmp_path, book):
+    first, second = book[0], book[1]
+    write_wav(tmp_path / "one.wav", first.pcm, samples.SAMPLE_RATE)
+    write_wav(tmp_path / "two.wav", second.pcm, samples.SAMPLE_RATE)
+    (tmp_path / "session.json").write_text(json.dumps({"turns": [
+        {"audio": "one.wav"}, {"text": "Say that again in other words."},
+        {"audio": "two.wav"}]}))
+    report_path, audio_dir = tmp_path / "report.json", tmp_path / "spoken"
+    trace = shutil.which("strace") is not None
+    result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
+                        "--ctx", "2048", "--answer-tokens", "96",
+                        "--out", str(report_path), "--audio-out", str(audio_dir), trace=trace)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert result.stdout == b""  # the report went to --out, not to the terminal
+    report = json.loads(report_path.read_text())
+    turns = report["turns"]
+    for turn, sample in ((turns[0], first), (turns[2], second)):
+        error = jiwer.wer(samples.words(sample.transcript), samples.words(turn["heard"]))
+        assert error < 0.35, (turn["heard"], sample.transcript)  # tiny.en: a word or two off
+        assert turn["reply"] and turn["spoken_seconds"] > 0.5
+        timings = turn["timings"]
+        assert timings["latency_ms"] > timings["end_of_speech_ms"] > 0
+    assert [m["seq"] for m in report["messages"]] == list(range(1, 7))
+    assert sorted(p.name for p in audio_dir.iterdir()) == [
+        "turn-001.wav", "turn-002.wav", "turn-003.wav"]
+    # Nothing else of the conversation was written, here or anywhere else.
+    made = {p.name for p in tmp_path.iterdir()} - {"trace"}
+    assert made == {"one.wav", "two.wav", "session.json", "report.json", "spoken"}
+    if trace:
+        assert written_outside(tmp_path) == []
+
+
+def test_a_corrupt_clip_is_named_with_its_turn_and_nothing_runs(tmp_path):
+    (tmp_path / "bad.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunk")
+    (tmp_path / "session.json").write_text(json.dumps({"turns": [
+        {"text": "hello"}, {"audio": "bad.wav"}]}))
+    result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"))
+    assert result.returncode == 2
+    error = result.stderr.decode().strip()
+    assert "turn 2" in error and "bad.wav" in error and len(error.splitlines()) == 1
