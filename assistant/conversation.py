@@ -191,6 +191,34 @@ class Conversation:
         emit(done)
         return done
 
+    def prepare_next(self) -> int:
+        """Process the next reply's likely prompt beginning now, while the user is talking.
+
+        The system prompt, tools and history stay in order from turn to turn, so llama.cpp
+        reuses this and the next reply only processes the user's new message. Returns the
+        tokens processed.
+        """
+        earlier = [m for m in self.history.messages if m.tool != history_tool.NAME]
+        tools = self.tools
+        if earlier:
+            tools = tools.with_tool(history_tool.history_tool(HistorySearch(
+                earlier, self._search_cache)))
+        specs = tools.specs() if self.settings.max_tool_calls else []
+        system = self.system_message(specs)
+        uncovered = [m for m in self.history.messages if m.seq > self.summary.covered_through]
+        # Fit as if the next message were of a typical spoken length, as the reply will.
+        upcoming = Message(self.history.next_seq, "user", "x" * 200)
+        try:
+            fit = fit_history([*uncovered, upcoming], upcoming.seq, self._count,
+                              self._room(system, specs))
+        except PromptTooLarge:
+            return 0
+        kept = [m for m in fit.kept if m.seq != upcoming.seq]
+        try:
+            return self.model.prefill([system, *(to_prompt(m) for m in kept)], specs)
+        except Exception:  # only an optimisation: the reply will process it anyway
+            return 0
+
     def note_heard(self, heard: str) -> None:
         """The last reply was spoken and the user cut it short: keep it, saying what they heard.
 

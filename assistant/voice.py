@@ -26,11 +26,11 @@ from assistant.events import (
     Heard,
     Interrupted,
     ReplyDone,
-    Sentence,
     Spoken,
     Status,
     TextDelta,
 )
+from assistant.sentences import SentenceSplitter
 from assistant.speech_out import SpokenReply
 from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
 from models.base import CancelToken
@@ -50,6 +50,11 @@ class VoiceSettings:
     """After playback ends the microphone is ignored this much longer (room echo)."""
     speculative_stt: bool = True
     """Start transcribing at the first pause, during the end-of-speech wait."""
+    first_clause_words: int = 4
+    """Speak the first clause (at a comma) once it has this many words; 0 waits for the
+    whole first sentence."""
+    prefill: bool = True
+    """Between turns, process the next prompt's beginning so a reply starts sooner."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.echo_tail_ms <= 5000:
@@ -108,6 +113,8 @@ class VoiceLoop:
         self.clock = clock
         self.keep_audio = keep_audio
         self.records: list[TurnRecord] = []
+        self.prefilled_tokens = 0
+        """Prompt tokens processed between turns, ahead of the replies that use them."""
         self.listening = not self.settings.push_to_talk
         self._turns: queue.Queue = queue.Queue()
         self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
@@ -246,7 +253,13 @@ class VoiceLoop:
         record.events.append(event_json(event, (self.clock() - record.started) * 1000))
         self.render(event)
 
+    def _prepare(self) -> None:
+        """While the user is talking (and nothing is queued), prime the model's cache."""
+        if self.settings.prefill and self._turns.empty():
+            self.prefilled_tokens += self.conversation.prepare_next()
+
     def _work(self) -> None:
+        self._prepare()
         while True:
             item = self._turns.get()
             if item is None:
@@ -260,7 +273,10 @@ class VoiceLoop:
                                                   "conversation is kept, try again."))
             finally:
                 record.finished.set()
-                self._turns.task_done()
+                try:
+                    self._prepare()
+                finally:
+                    self._turns.task_done()
 
     def _ms_since(self, record: TurnRecord, at: float | None = None) -> float:
         return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
@@ -296,16 +312,23 @@ class VoiceLoop:
         with self._lock:
             self._cancel, self._speech = cancel, speech
 
+        # Its own splitter: speech may start at the first clause, before a full sentence.
+        splitter = SentenceSplitter(self.settings.first_clause_words)
+
         def on_event(event: Event) -> None:
-            if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
-                record.timings["first_token_ms"] = self._ms_since(record)
-            if isinstance(event, Sentence):
-                speech.say(event.text)
+            if isinstance(event, TextDelta):
+                if "first_token_ms" not in record.timings:
+                    record.timings["first_token_ms"] = self._ms_since(record)
+                for piece in splitter.feed(event.text):
+                    speech.say(piece)
             if not isinstance(event, ReplyDone):
                 self._emit(record, event)
 
         try:
             done = self.conversation.reply(text, on_event, cancel)
+            if not cancel.cancelled:
+                for piece in splitter.finish():
+                    speech.say(piece)
             speech.close()
             speech.join()
         finally:

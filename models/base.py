@@ -95,3 +95,8 @@ class ChatModel(ABC):
         cancel: CancelToken | None = None,
     ) -> Iterator[Chunk]:
         """Generate an answer; stops early when `cancel` is set."""
+
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+        """Process a prompt's beginning ahead of time, so the next reply that starts with it
+        only pays for what is new; returns the tokens processed (0 when not supported)."""
+        return 0

@@ -175,6 +175,22 @@ class LlamaChatModel(ChatModel):
         yield from scanner.finish()
         yield UsageChunk(len(tokens), len(tokens) - cached, completion)
 
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+        # Rendered without the generation prompt: exactly the beginning the next prompt,
+        # which adds the user's next message, will share.
+        tokens = self._tokens(self._render(messages, tools, False))
+        if not tokens or len(tokens) >= self.context_size:
+            return 0
+        cached = self._cached_prefix(tokens)
+        if cached >= len(tokens) - 1:
+            return 0
+        # One generated token is the cheapest way through llama-cpp-python's public API to
+        # evaluate a prompt; the next call's prefix match simply ignores it.
+        for _ in self._llm.create_completion(tokens, max_tokens=1, temperature=0.0,
+                                             stream=True):
+            pass
+        return len(tokens) - cached
+
     def _cached_prefix(self, tokens: list[int]) -> int:
         previous = self._llm._input_ids[: self._llm.n_tokens]
         same = 0

@@ -30,6 +30,7 @@ class ScriptedChatModel(ChatModel):
         self.prompts: list[list[PromptMessage]] = []
         self.offered: list[list[str]] = []
         self.chunk_size = chunk_size
+        self.prefills: list[list[PromptMessage]] = []
 
     def enqueue(self, *replies: str | Exception) -> None:
         self.queue.extend(replies)
@@ -39,6 +40,10 @@ class ScriptedChatModel(ChatModel):
 
     def overhead_tokens(self, tools: Sequence[ToolSpec]) -> int:
         return 3 + sum(20 + len(t.description) // 4 for t in tools)
+
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+        self.prefills.append(list(messages))
+        return sum(self.count_tokens(m) for m in messages)
 
     def stream(
         self,

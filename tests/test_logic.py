@@ -80,3 +80,11 @@ def test_fitting_keeps_current_message_order_and_room(items, room):
     # Nothing is dropped while everything fits.
     if sum(sizes.values()) <= room:
         assert fit.dropped == ()
+
+
+def test_the_first_clause_can_be_spoken_before_the_sentence_ends():
+    splitter = SentenceSplitter(first_clause_words=4)
+    assert splitter.feed("Sure, ") == []  # too short to stand alone
+    assert splitter.feed("the meeting is at three, ") == ["Sure, the meeting is at three,"]
+    assert splitter.feed("in room four, as planned. Then") == ["in room four, as planned."]
+    assert splitter.finish() == ["Then"]

@@ -210,3 +210,20 @@ def test_session_errors_name_the_file_and_the_turn(tmp_path):
     path.write_text(json.dumps({"turns": [{"text": "a", "audio": "b.wav"}]}))
     with pytest.raises(SessionError, match="turn 1"):
         load_session(path)
+
+
+def test_between_turns_the_next_prompt_beginning_is_prepared():
+    model = ScriptedChatModel()
+    model.enqueue("First.", "Second.", "Third.")
+    loop, *_ = make_loop(model)
+    try:
+        for text in ("one", "two", "three"):
+            loop.submit_text(text)
+            loop.wait_idle(30)
+    finally:
+        loop.close()
+    # Each reply's prompt begins exactly with what was prepared before it came.
+    for prepared, prompt in zip(model.prefills, model.prompts, strict=False):
+        assert prompt[:len(prepared)] == prepared
+    assert len(model.prefills) >= 3 and loop.prefilled_tokens > 0
+    assert [m.content for m in model.prefills[2][1:]] == ["one", "First.", "two", "Second."]
