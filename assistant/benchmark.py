@@ -38,6 +38,14 @@ def speed(threads: int) -> None:
             usage = chunk
     total = time.perf_counter() - start
     assert usage is not None and first is not None
+    short = [PromptMessage("system", "You are Parley."), PromptMessage("user", "Say hello.")]
+    start = time.perf_counter()
+    short_first = None
+    for chunk in model.stream(short, [], 8):
+        if isinstance(chunk, TextChunk) and short_first is None:
+            short_first = time.perf_counter() - start
+    print(f"threads={threads}: first token {short_first or 0:.3f} s for a short "
+          f"{len(model.prompt_tokens(short, []))}-token prompt")
     prompt_rate = usage.processed_tokens / first
     gen_rate = max(usage.completion_tokens - 1, 1) / max(total - first, 1e-6)
     print(f"threads={threads}: load {load:.2f} s, first token {first:.2f} s for a "
