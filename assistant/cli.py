@@ -65,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     # The same flags after the subcommand; unset ones leave the top-level values alone.
     for sub in (chat, voice, replay):
         add_model_flags(sub, suppress=True)
-    for sub in (voice, replay):
-        add_voice_flags(sub, suppress=True)
+    add_voice_flags(voice, suppress=True)
+    add_voice_flags(replay, suppress=True, devices=False)  # replay has no devices
     return parser
 
 
@@ -181,18 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command
     if command == "devices":
         return voice_cli.run_devices()
-    if command is None:
-        # Voice when someone is at a terminal and a microphone works; else text chat.
-        command = "chat"
-        if sys.stdin.isatty():
-            problem = voice_cli.input_device_problem(args)
-            if problem is None:
-                command = "voice"
-            else:
-                print(f"parley: starting text chat, because voice cannot start: {problem}",
-                      file=sys.stderr)
+    if command is None and sys.stdin.isatty():
+        command = "voice"  # at a terminal: voice when a microphone works
     if command == "voice":
-        return voice_cli.run_voice(args, getattr(args, "push_to_talk", False))
+        # No PortAudio or no microphone: say why in one line, then text chat.
+        problem = voice_cli.input_device_problem(args)
+        if problem is None:
+            return voice_cli.run_voice(args, getattr(args, "push_to_talk", False))
+        print(f"parley: starting text chat, because voice cannot start: {problem}",
+              file=sys.stderr)
     if command == "replay":
         return voice_cli.run_replay(args)
     try:

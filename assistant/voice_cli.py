@@ -17,7 +17,8 @@ VOICE_HISTORY_MESSAGES = 400
 """A voice conversation keeps at most this many messages (the record's voice limit)."""
 
 
-def add_voice_flags(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+def add_voice_flags(parser: argparse.ArgumentParser, suppress: bool = False,
+                    devices: bool = True) -> None:
     from assistant.cli import _env, _Group
 
     speech = _Group(parser.add_argument_group("speech"), suppress)
@@ -32,11 +33,12 @@ def add_voice_flags(parser: argparse.ArgumentParser, suppress: bool = False) -> 
     speech.add_argument("--tts-threads", type=int, default=int(_env("tts_threads", "1")),
                         help="text-to-speech threads (default 1)")
     listen = _Group(parser.add_argument_group("listening"), suppress)
-    listen.add_argument("--input-device", default=_env("input_device", None),
-                        help="microphone: an index or part of a name from `parley devices` "
-                             "(default: the system's)")
-    listen.add_argument("--output-device", default=_env("output_device", None),
-                        help="speaker: an index or part of a name (default: the system's)")
+    if devices:
+        listen.add_argument("--input-device", default=_env("input_device", None),
+                            help="microphone: an index or part of a name from `parley "
+                                 "devices` (default: the system's)")
+        listen.add_argument("--output-device", default=_env("output_device", None),
+                            help="speaker: an index or part of a name (default: the system's)")
     listen.add_argument("--vad-aggressiveness", type=int,
                         default=int(_env("vad_aggressiveness", "2")),
                         help="0 (hears most) to 3 (ignores most noise); default 2")

@@ -60,3 +60,14 @@ def test_a_corrupt_clip_is_named_with_its_turn_and_nothing_runs(tmp_path):
     assert result.returncode == 2
     error = result.stderr.decode().strip()
     assert "turn 2" in error and "bad.wav" in error and len(error.splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", ["--stt-model", "--voice"])
+def test_a_missing_speech_model_is_one_clear_line_and_exit_2(tmp_path, flag, capsys):
+    from assistant.cli import main
+
+    (tmp_path / "session.json").write_text(json.dumps({"turns": [{"text": "hello"}]}))
+    missing = tmp_path / "nowhere" / "model.onnx"
+    assert main(["replay", str(tmp_path / "session.json"), flag, str(missing)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1 and str(missing) in error and flag in error
