@@ -1,0 +1,107 @@
+"""`parley voice` end to end on a real sound server: speech into a virtual microphone,
+the reply out of a virtual speaker, through PortAudio, with the real embedded engines."""
+
+import os
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pexpect
+import pytest
+
+from audio import samples
+from tests.soundserver import SoundServer, pulseaudio_missing
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SoundServer]:
+    reason = pulseaudio_missing()
+    if reason:
+        pytest.skip(reason)
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    srv = SoundServer()
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def spawn_voice(server: SoundServer, *flags: str) -> pexpect.spawn:
+    env = dict(os.environ, **server.env, PYTHONDONTWRITEBYTECODE="1", TERM="dumb",
+               COLUMNS="200")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "assistant", "voice", "--input-device", "pulse", "--output-device", "pulse",
+         "--ctx", "2048", "--answer-tokens", "40", *flags],
+        env=env, encoding="utf-8", timeout=120)
+    child.expect("Parley is listening")
+    return child
+
+
+def speech() -> tuple[np.ndarray, str]:
+    sample = samples.librivox()[1]  # "he was not an ill disposed young man"
+    silence = np.zeros(samples.SAMPLE_RATE, dtype=np.int16)
+    return np.concatenate([silence, sample.pcm, silence, silence]), sample.transcript
+
+
+def wait_for_history(child: pexpect.spawn, pattern: str, tries: int = 60) -> None:
+    """Ask /history until `pattern` shows (the reply being spoken may not be done yet)."""
+    for _ in range(tries):
+        child.sendline("/history")
+        if child.expect([pattern, pexpect.TIMEOUT], timeout=2) == 0:
+            return
+    raise AssertionError(f"{pattern!r} never showed in /history")
+
+
+def quit_cleanly(child: pexpect.spawn) -> None:
+    child.sendline("/quit")
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_hands_free_hears_the_microphone_and_speaks_through_the_speaker(server):
+    child = spawn_voice(server)
+    try:
+        pcm, transcript = speech()
+        recording = server.record_monitor()
+        server.feed(pcm)
+        child.expect(r"you: ([^\r\n]+)")
+        heard = child.match.group(1).lower()
+        assert "young man" in heard, heard
+        child.expect(r"\w+ \w+")  # the reply's text, shown as it is spoken
+        server.wait_fed()
+        # Wait for the reply to finish, then the speaker's monitor must hold its voice.
+        wait_for_history(child, r"#2 assistant: ")
+        played = recording.stop()
+        assert np.sqrt(np.mean(played.astype(np.float64) ** 2)) > 100, "nothing was played"
+        # A typed line is a message in the same conversation.
+        child.sendline("Thank you.")
+        wait_for_history(child, r"#3 user: Thank you\.")
+        quit_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+def test_push_to_talk_listens_only_after_enter(server):
+    child = spawn_voice(server, "--push-to-talk")
+    try:
+        pcm, _ = speech()
+        server.feed(pcm)  # not listening yet: this must not be heard
+        server.wait_fed()
+        child.sendline("")
+        child.expect("Listening")
+        server.feed(pcm)
+        child.expect(r"you: ([^\r\n]+)")
+        assert "young man" in child.match.group(1).lower()
+        wait_for_history(child, r"#2 assistant: ")
+        history = child.before
+        assert "young man" in history.split("#1 user:")[-1].split("\n")[0]
+        assert history.count("#1 user:") >= 1 and "#3" not in history
+        quit_cleanly(child)
+    finally:
+        child.close(force=True)
