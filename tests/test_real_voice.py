@@ -71,3 +71,19 @@ def test_a_missing_speech_model_is_one_clear_line_and_exit_2(tmp_path, flag, cap
     assert main(["replay", str(tmp_path / "session.json"), flag, str(missing)]) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1 and str(missing) in error and flag in error
+
+
+def test_voice_without_a_microphone_says_why_and_falls_back_to_text_chat(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # A sound server that is not there: PortAudio then finds no input device.
+    env = dict(os.environ, PULSE_SERVER=f"unix:{tmp_path}/no-such-socket",
+               PYTHONDONTWRITEBYTECODE="1")
+    result = subprocess.run([sys.executable, "-m", "assistant", "voice", "--ctx", "2048"],
+                            input=b"Hello!\n", capture_output=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
+    error = result.stderr.decode().strip().splitlines()
+    assert len(error) == 1 and "starting text chat" in error[0] and "voice cannot" in error[0]
+    assert result.stdout.strip()  # the typed message was answered
