@@ -1,0 +1,387 @@
+"""The device edge of `audio/`: real capture and playback through sounddevice/PortAudio,
+against a private PulseAudio daemon (tests/soundserver.py), plus the in-memory speaker.
+
+PortAudio scans devices once, at import or `rescan_devices()`, and libpulse reads
+PULSE_SERVER when a stream opens: the `server` fixture points this process's environment at
+the private daemon and then rescans, so it works whichever test imported sounddevice first.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from audio.capture import DeviceLost, Microphone
+from audio.devices import (
+    AudioDeviceError,
+    DeviceInfo,
+    find_device,
+    format_device_table,
+    list_devices,
+    load_sounddevice,
+    rescan_devices,
+)
+from audio.playback import MemorySpeaker, Speaker, as_mono_int16
+from tests.soundserver import MIC_RATE, SoundServer, pulseaudio_missing
+
+LOUD = 1000.0
+"""Mean absolute amplitude of a 10 ms window that counts as sound (the tone is ~6,000)."""
+
+
+def tone(seconds: float, rate: int = MIC_RATE, freq: float = 440.0) -> np.ndarray:
+    t = np.arange(round(seconds * rate)) / rate
+    return (np.sin(2 * np.pi * freq * t) * 10000).astype(np.int16)
+
+
+def loud_windows(pcm: np.ndarray, rate: int) -> np.ndarray:
+    """Indices of the loud 10 ms windows."""
+    win = rate // 100
+    frames = pcm[: len(pcm) // win * win].astype(np.float64).reshape(-1, win)
+    return np.nonzero(np.abs(frames).mean(axis=1) > LOUD)[0]
+
+
+def peak_frequency(pcm: np.ndarray, rate: int) -> float:
+    spectrum = np.abs(np.fft.rfft(pcm.astype(np.float64), n=8 * len(pcm)))
+    return float(np.fft.rfftfreq(8 * len(pcm), 1 / rate)[spectrum.argmax()])
+
+
+# -- the real sound server ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SoundServer]:
+    reason = pulseaudio_missing()
+    if reason:
+        pytest.skip(reason)
+    srv = SoundServer()
+    srv.start()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in srv.env.items():
+                mp.setenv(name, value)
+            try:
+                rescan_devices()
+            except AudioDeviceError as exc:  # PortAudio missing: its message says what to do
+                pytest.skip(str(exc))
+            yield srv
+    finally:
+        srv.stop()
+        if "sounddevice" in sys.modules:
+            rescan_devices()  # later tests see this process's own sound setup again
+
+
+@pytest.fixture(scope="module")
+def pulse(server: SoundServer) -> int:
+    index = find_device("pulse", "input")
+    assert index is not None
+    return index
+
+
+def read_seconds(mic: Microphone, seconds: float) -> np.ndarray:
+    blocks = []
+    for _ in range(round(seconds * 1000 / mic.block_ms)):
+        block = mic.read(timeout=1.0)
+        assert block is not None, "the microphone delivered nothing for 1 s"
+        assert block.dtype == np.int16 and len(block) == mic.block
+        blocks.append(block)
+    return np.concatenate(blocks)
+
+
+def drain(mic: Microphone) -> int:
+    """Read what is already captured; how many samples that was."""
+    count = 0
+    while (block := mic.read(timeout=0.0)) is not None:
+        count += len(block)
+    return count
+
+
+def assert_hears_tone(server: SoundServer, mic: Microphone) -> None:
+    """Feed 0.3 s silence + 0.5 s of 440 Hz and find it where and as it was fed."""
+    read_seconds(mic, 0.2)  # the stream is running
+    drain(mic)  # what is read next was captured from now on
+    server.feed(np.concatenate([np.zeros(int(0.3 * MIC_RATE), np.int16), tone(0.5)]))
+    heard = read_seconds(mic, 1.5)
+    loud = loud_windows(heard, MIC_RATE)
+    assert len(loud) > 0, "the tone never arrived"
+    # 0.3 s of fed silence, plus what was still in the pipe, PulseAudio and PortAudio
+    # when it was fed (measured: 0–30 ms).
+    assert 0.29 <= loud[0] / 100 <= 0.3 + 0.4, loud[0] / 100
+    assert 0.46 <= (loud[-1] - loud[0] + 1) / 100 <= 0.54
+    assert len(loud) == loud[-1] - loud[0] + 1, "the tone has gaps"
+    burst = heard[(loud[0] + 2) * 160 : (loud[-1] - 1) * 160]
+    assert peak_frequency(burst, MIC_RATE) == pytest.approx(440, abs=3)
+
+
+def test_lists_and_finds_the_sound_server_devices(server: SoundServer, pulse: int) -> None:
+    devices = list_devices()
+    names = [dev.name for dev in devices]
+    assert "pulse" in names and "default" in names
+    assert any(dev.is_default_input for dev in devices)
+    assert any(dev.is_default_output for dev in devices)
+    by_index = {dev.index: dev for dev in devices}
+    assert by_index[pulse].name == "pulse" and by_index[pulse].input_channels > 0
+    assert find_device("PULS", "output") == pulse
+    assert find_device(pulse, "input") == find_device(str(pulse), "input") == pulse
+    assert find_device(None, "input") is None  # the system default
+    with pytest.raises(AudioDeviceError) as err:
+        find_device("nonexistent", "input")
+    assert "nonexistent" in str(err.value)
+    assert "pulse" in str(err.value) and "default" in str(err.value)
+    assert "pulse" in format_device_table(devices)
+
+
+@pytest.mark.parametrize("device_rate", [None, 44100], ids=["16k", "44k-resampled"])
+def test_microphone_reads_the_fed_tone(
+    server: SoundServer, pulse: int, device_rate: int | None
+) -> None:
+    with Microphone(pulse, device_rate=device_rate) as mic:
+        assert_hears_tone(server, mic)
+        assert mic.overflows == 0
+
+
+@pytest.mark.parametrize("device_rate", [None, 48000], ids=["native", "48k-resampled"])
+def test_speaker_plays_to_the_sink(server: SoundServer, pulse: int, device_rate: int | None):
+    rate = 22050  # Piper's
+    rec = server.record_monitor()
+    speaker = Speaker(pulse, device_rate=device_rate)
+    try:
+        speaker.play(tone(0.6, rate), rate)
+        speaker.play(tone(0.4, rate), rate)
+        assert speaker.speaking
+        assert speaker.wait(timeout=5)
+        assert not speaker.speaking
+        assert speaker.played_seconds == pytest.approx(1.0, abs=0.01)
+        time.sleep(0.3)
+    finally:
+        played = rec.stop()
+        speaker.close()
+    loud = loud_windows(played, MIC_RATE)
+    assert len(loud) > 0, "nothing reached spk.monitor"
+    assert (loud[-1] - loud[0] + 1) / 100 == pytest.approx(1.0, abs=0.06)
+    assert len(loud) >= 95, "the two chunks were not played back to back"
+    burst = played[(loud[0] + 2) * 160 : (loud[-1] - 1) * 160]
+    assert peak_frequency(burst, MIC_RATE) == pytest.approx(440, abs=3)
+
+
+def test_speaker_stop_cuts_a_sentence_short(server: SoundServer, pulse: int) -> None:
+    rate = 22050
+    rec = server.record_monitor()
+    speaker = Speaker(pulse)
+    try:
+        speaker.play(tone(3.0, rate), rate)
+        speaker.play(tone(1.0, rate), rate)
+        time.sleep(0.8)
+        heard_until = len(rec.samples)  # the monitor's "now" (less parec's ~20 ms)
+        started = time.monotonic()
+        speaker.stop()
+        took = time.monotonic() - started
+        played_seconds = speaker.played_seconds
+        assert not speaker.speaking
+        time.sleep(0.5)
+        speaker.reset_counter()
+        speaker.play(tone(0.2, rate), rate)  # it plays again after a stop
+        assert speaker.wait(timeout=5)
+        assert speaker.played_seconds == pytest.approx(0.2, abs=0.01)
+        time.sleep(0.2)
+    finally:
+        recorded = rec.stop()
+        speaker.close()
+    assert took < 0.2
+    assert 0.65 <= played_seconds <= 1.0  # slept 0.8 s; what the device still held is not counted
+    loud = loud_windows(recorded, MIC_RATE)
+    first_burst = loud[loud < heard_until // 160 + 50]
+    # The monitor went quiet within 200 ms (+ parec's latency) of stop().
+    assert first_burst[-1] * 160 <= heard_until + 0.3 * MIC_RATE
+    assert len(first_burst) / 100 == pytest.approx(played_seconds, abs=0.06)
+    second = loud[loud >= heard_until // 160 + 50]
+    assert len(second) / 100 == pytest.approx(0.2, abs=0.04)
+
+
+def read_until_lost(mic: Microphone, within: float) -> float:
+    """Seconds until `read` raised DeviceLost; fails the test if it did not in time."""
+    started = time.monotonic()
+    with pytest.raises(DeviceLost):
+        while time.monotonic() - started < within:
+            mic.read(timeout=0.1)
+    return time.monotonic() - started
+
+
+def test_unplugged_default_source_is_rerouted_by_the_sound_server(
+    server: SoundServer, pulse: int
+) -> None:
+    """Through PulseAudio (or PipeWire) the stream is not lost when its source goes: the
+    server moves it to the fallback source, and back when the source returns as default."""
+    rec = server.record_monitor()  # keeps the fallback, spk.monitor, delivering steadily
+    mic = Microphone(pulse)
+    mic.start()
+    try:
+        read_seconds(mic, 0.2)
+        server.unload_mic()
+        read_seconds(mic, 1.0)  # no DeviceLost: audio (silence) keeps coming
+        server.load_mic()
+        assert_hears_tone(server, mic)  # no reopen() needed
+    finally:
+        rec.stop()
+        mic.close()
+        if server.mic_module is None:
+            server.load_mic()
+
+
+def test_microphone_that_stops_delivering_is_lost_then_reopened(
+    server: SoundServer, pulse: int
+) -> None:
+    mic = Microphone(pulse, stall_timeout=0.5)
+    mic.start()
+    try:
+        read_seconds(mic, 0.2)
+        server.suspend_mic()  # connected, "active", but silent: as a hung device
+        assert read_until_lost(mic, within=3.0) < 1.5
+        with pytest.raises(DeviceLost):
+            mic.read(timeout=0.1)  # stays lost until reopened
+        server.suspend_mic(False)
+        mic.reopen()
+        assert_hears_tone(server, mic)
+    finally:
+        mic.close()
+        server.suspend_mic(False)
+
+
+def test_microphone_lost_when_the_server_dies_and_back_when_it_returns(
+    server: SoundServer, pulse: int
+) -> None:
+    mic = Microphone(pulse)
+    mic.start()
+    try:
+        read_seconds(mic, 0.2)
+        server.kill()
+        assert read_until_lost(mic, within=3.0) < 1.0  # the stream stops: found at once
+        with pytest.raises(DeviceLost, match="microphone"):
+            mic.reopen()  # nothing to connect to yet
+        server.restart()
+        mic.reopen()
+        assert_hears_tone(server, mic)
+    finally:
+        mic.close()
+
+
+# -- without a sound server ---------------------------------------------------------------
+
+
+def _devices(*specs: tuple[str, int, int]) -> list[DeviceInfo]:
+    return [
+        DeviceInfo(index, name, ins, outs, 48000.0, is_default_input=index == 0 and ins > 0,
+                   is_default_output=index == 0 and outs > 0, hostapi="ALSA")
+        for index, (name, ins, outs) in enumerate(specs)
+    ]
+
+
+def test_find_device_by_index_or_part_of_the_name() -> None:
+    devices = _devices(("HDA Intel PCH: ALC Analog (hw:0,0)", 2, 2),
+                       ("USB Mic (hw:1,0)", 1, 0), ("USB", 1, 0), ("HDMI 0", 0, 8))
+    assert find_device("usb mic", "input", devices) == 1
+    assert find_device("usb", "input", devices) == 2  # an exact name wins
+    assert find_device("Analog", "input", devices) == 0
+    assert find_device(3, "output", devices) == 3
+    assert find_device("1", "input", devices) == 1
+    assert find_device(None, "input", devices) is None
+    with pytest.raises(AudioDeviceError, match="No input device 3"):
+        find_device(3, "input", devices)  # HDMI has no input
+    with pytest.raises(AudioDeviceError, match="USB Mic") as err:
+        find_device("webcam", "input", devices)
+    assert "HDMI" not in str(err.value)  # only devices that could be used are listed
+
+
+def test_no_input_device_at_all_says_what_to_do() -> None:
+    with pytest.raises(AudioDeviceError, match="No microphone") as err:
+        find_device(None, "input", _devices(("HDMI 0", 0, 8)))
+    assert "HDMI 0" in str(err.value) and err.value.stage == "audio"
+    assert "No sound devices" in format_device_table([])
+
+
+def test_missing_portaudio_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NoPortAudio(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+            if name == "sounddevice":  # what sounddevice raises when libportaudio is absent
+                raise OSError("PortAudio library not found")
+            return None
+
+    monkeypatch.delitem(sys.modules, "sounddevice", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [NoPortAudio(), *sys.meta_path])
+    with pytest.raises(AudioDeviceError, match="sudo apt install libportaudio2"):
+        load_sounddevice()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_memory_speaker_instant() -> None:
+    speaker = MemorySpeaker()
+    speaker.play(tone(1.0), MIC_RATE)
+    speaker.play(tone(0.5, 22050), 22050)
+    assert not speaker.speaking and speaker.wait(timeout=0)
+    assert speaker.played_seconds == pytest.approx(1.5)
+    assert [(len(pcm), rate) for pcm, rate in speaker.chunks] == [(16000, 16000), (11025, 22050)]
+    speaker.reset_counter()
+    assert speaker.played_seconds == 0
+
+
+def test_memory_speaker_realtime_stop_keeps_only_what_played() -> None:
+    clock = FakeClock()
+    speaker = MemorySpeaker(realtime=True, clock=clock)
+    speaker.play(tone(1.0), MIC_RATE)
+    speaker.play(tone(0.5), MIC_RATE)
+    assert speaker.speaking and speaker.played_seconds == 0
+    clock.now += 1.25
+    assert speaker.played_seconds == pytest.approx(1.25)
+    assert [len(pcm) for pcm, _ in speaker.chunks] == [16000, 4000]
+    speaker.stop()
+    clock.now += 5
+    assert not speaker.speaking
+    assert speaker.played_seconds == pytest.approx(1.25)
+    assert [len(pcm) for pcm, _ in speaker.chunks] == [16000, 4000]
+    speaker.reset_counter()
+    speaker.play(tone(0.3), MIC_RATE)  # after a gap it starts now, not at the old end
+    clock.now += 0.1
+    assert speaker.played_seconds == pytest.approx(0.1)
+
+
+def test_memory_speaker_wait_advances_with_the_clock() -> None:
+    clock = FakeClock()
+    speaker = MemorySpeaker(realtime=True, clock=clock)
+    speaker.play(tone(0.5), MIC_RATE)
+    speaker.play(tone(0.25), MIC_RATE)
+    assert not speaker.wait(timeout=0.2)
+    assert clock.now - 1000 == pytest.approx(0.2)
+    assert speaker.wait()
+    assert clock.now - 1000 == pytest.approx(0.75)
+    assert not speaker.speaking and speaker.played_seconds == pytest.approx(0.75)
+
+
+def test_memory_speaker_stop_from_another_thread_ends_wait() -> None:
+    speaker = MemorySpeaker(realtime=True)  # the real clock
+    speaker.play(tone(2.0), MIC_RATE)
+    threading.Timer(0.1, speaker.stop).start()
+    started = time.monotonic()
+    assert speaker.wait(timeout=3)
+    assert time.monotonic() - started < 0.5
+    assert 0.05 < speaker.played_seconds < 0.4
+
+
+def test_as_mono_int16() -> None:
+    stereo = np.array([[0.5, -0.5], [1.0, 1.0], [2.0, 2.0]], dtype=np.float32)
+    assert as_mono_int16(stereo).tolist() == [0, 32767, 32767]
+    assert as_mono_int16(np.array([1, -2], np.int16)).tolist() == [1, -2]
