@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -188,6 +189,19 @@ def write_spoken_audio(folder: Path, produced, sample_rate: int) -> None:
 
 # -- parley voice --------------------------------------------------------------------------
 
+def quiet_native_stderr() -> None:
+    """Send what C libraries write to stderr (ALSA's and PortAudio's diagnostics, dozens of
+    lines a second while a device is gone) to /dev/null; Python's own stderr stays on the
+    terminal. Parley's terminal is the user's, and Parley says what happened in one line."""
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    sys.stderr = os.fdopen(terminal, "w", buffering=1, encoding=sys.stderr.encoding,
+                           errors="backslashreplace")
+
+
 class VoiceScreen:
     """What the voice user sees: what was heard, the reply as it is spoken, the steps."""
 
@@ -226,6 +240,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     from audio.segmenter import Segmenter
 
     console = Console(highlight=False, markup=False)
+    quiet_native_stderr()
     try:
         input_device = find_device(_device(args.input_device), "input")
         output_device = find_device(_device(args.output_device), "output")
@@ -249,8 +264,8 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
             try:
                 pcm = microphone.read(0.1)
             except DeviceLost as exc:
-                console.print(f"! {exc} The conversation is kept; type meanwhile. Listening "
-                              "resumes when the microphone is back.", style="bold red")
+                console.print(f"! {exc} The conversation is kept; type meanwhile.",
+                              style="bold red")
                 while not stop.wait(1.0):
                     try:
                         microphone.reopen()

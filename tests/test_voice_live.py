@@ -1,6 +1,7 @@
 """`parley voice` end to end on a real sound server: speech into a virtual microphone,
 the reply out of a virtual speaker, through PortAudio, with the real embedded engines."""
 
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ def spawn_voice(server: SoundServer, *flags: str) -> pexpect.spawn:
         sys.executable,
         ["-m", "assistant", "voice", "--input-device", "pulse", "--output-device", "pulse",
          "--ctx", "2048", "--answer-tokens", "40", *flags],
-        env=env, encoding="utf-8", timeout=120)
+        env=env, encoding="utf-8", timeout=120, dimensions=(50, 250))
     child.expect("Parley is listening")
     return child
 
@@ -103,5 +104,29 @@ def test_push_to_talk_listens_only_after_enter(server):
         assert "young man" in history.split("#1 user:")[-1].split("\n")[0]
         assert history.count("#1 user:") >= 1 and "#3" not in history
         quit_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+def test_a_vanished_microphone_keeps_the_conversation_and_listening_resumes(server):
+    child = spawn_voice(server)
+    try:
+        child.logfile_read = log = io.StringIO()
+        child.sendline("Remember the word lighthouse.")
+        wait_for_history(child, r"#2 assistant: ")
+        server.kill()  # the sound server dies: the microphone is gone
+        child.expect("The conversation is kept; type meanwhile", timeout=30)
+        child.sendline("/history")  # the conversation is still there meanwhile
+        child.expect(r"#1 user: Remember the word lighthouse\.")
+        server.restart()
+        child.expect("Listening again", timeout=30)
+        pcm, _ = speech()
+        server.feed(pcm)
+        child.expect(r"you: ([^\r\n]+)", timeout=60)
+        assert "young man" in child.match.group(1).lower()
+        wait_for_history(child, r"#3 user: [^\r\n]*young man")
+        quit_cleanly(child)
+        # The sound libraries' own diagnostics do not flood the user's terminal.
+        assert "ALSA lib" not in log.getvalue() and "Expression '" not in log.getvalue()
     finally:
         child.close(force=True)
