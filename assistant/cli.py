@@ -40,9 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
                       "microphone works)",
         description="Spoken conversation: Parley listens, answers out loud and shows what it "
                     "heard and said. A typed line is a message in the same conversation.")
-    voice.add_argument("--push-to-talk", action="store_true",
-                       help="Enter starts listening; the utterance ends at the end-of-speech "
-                            "silence or at the next Enter")
     replay = commands.add_parser(
         "replay", help="replay a recorded session headless and print a JSON report",
         description="Feed a session file's typed and spoken turns through the same path as "

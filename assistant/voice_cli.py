@@ -35,6 +35,10 @@ def add_voice_flags(parser: argparse.ArgumentParser, suppress: bool = False,
                         help="text-to-speech threads (default 1)")
     listen = _Group(parser.add_argument_group("listening"), suppress)
     if devices:
+        listen.add_argument("--push-to-talk", action="store_true",
+                            default=_env("push_to_talk", "") in ("1", "true", "yes"),
+                            help="Enter starts listening; the utterance ends at the "
+                                 "end-of-speech silence or at the next Enter")
         listen.add_argument("--input-device", default=_env("input_device", None),
                             help="microphone: an index or part of a name from `parley "
                                  "devices` (default: the system's)")
