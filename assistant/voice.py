@@ -234,6 +234,8 @@ class VoiceLoop:
         return transcript, self.clock()
 
     def _dispatch(self, utterance: Utterance) -> None:
+        if self.settings.push_to_talk and not utterance.cut:
+            self.listening = False  # the end-of-speech silence ends a push-to-talk turn
         speculative, self._speculative = self._speculative, None
         if speculative is not None and speculative[0] == utterance.speech_end_sample:
             future = speculative[1]  # no speech since the pause: its transcript stands

@@ -256,3 +256,30 @@ def test_voice_summarizes_what_no_longer_fits_and_passes_the_summary_on(tmp_path
     assert spoken_prompt[-1].content == SCRIPT[HELLO]
     assert all(filler(0)[0] != m.content for m in spoken_prompt)
     assert report["turns"][-1]["reply"] == "Hello again."
+
+
+def test_push_to_talk_hears_only_between_enter_and_the_end_of_speech():
+    model = ScriptedChatModel()
+    model.enqueue("Hi.", "Noted.")
+    conversation = Conversation(model, builtin_tools())
+    loop = VoiceLoop(conversation, ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(),
+                     MemorySpeaker(), Segmenter(),
+                     VoiceSettings(push_to_talk=True, echo_tail_ms=0))
+    trailing = np.zeros(RATE, dtype=np.int16)
+    try:
+        loop.feed_audio(np.concatenate([clip(1.0, HELLO), trailing]))  # before Enter
+        loop.wait_idle(10)
+        loop.start_listening()
+        loop.feed_audio(np.concatenate([clip(1.0, HELLO), trailing]))  # ends by silence
+        loop.wait_idle(10)
+        loop.feed_audio(np.concatenate([clip(1.0, TIME), trailing]))  # no longer listening
+        loop.wait_idle(10)
+        loop.start_listening()
+        loop.feed_audio(clip(1.0, TIME)[: RATE])  # still talking when Enter ends it
+        loop.stop_listening()
+        loop.wait_idle(10)
+    finally:
+        loop.close()
+    heard = [m.content for m in conversation.history.messages if m.role == "user"]
+    assert heard == [SCRIPT[HELLO], SCRIPT[TIME]]
+    assert not loop.listening
