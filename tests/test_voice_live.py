@@ -130,3 +130,14 @@ def test_a_vanished_microphone_keeps_the_conversation_and_listening_resumes(serv
         assert "ALSA lib" not in log.getvalue() and "Expression '" not in log.getvalue()
     finally:
         child.close(force=True)
+
+
+def test_parley_devices_lists_the_sound_servers_devices(server):
+    import subprocess
+
+    env = dict(os.environ, **server.env, PYTHONDONTWRITEBYTECODE="1")
+    result = subprocess.run([sys.executable, "-m", "assistant", "devices"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any("pulse" in line for line in lines) and any("default" in line for line in lines)
