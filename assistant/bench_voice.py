@@ -43,7 +43,7 @@ def p90(values: list[float]) -> float:
 
 # -- engines ---------------------------------------------------------------------------------
 
-def load_engines(llm_threads: int = 2, stt_threads: int = 2, tts_threads: int = 1,
+def load_engines(llm_threads: int = 2, stt_threads: int = 2, tts_threads: int = 2,
                  encoder_seconds: int | None = None, report: bool = False):
     from models.embedded import default_llm
     from models.llama import LlamaChatModel
@@ -158,7 +158,8 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
     records = [r for group in produced for r in group if "latency_ms" in r.timings]
     latencies = [r.timings["latency_ms"] for r in records]
     parts = {key: statistics.median(r.timings.get(key) or 0.0 for r in records)
-             for key in ("end_of_speech_ms", "stt_ms", "first_token_ms", "first_audio_ms")}
+             for key in ("end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms",
+                         "first_audio_ms")}
     processed = [e["processed_tokens"] for r in records for e in r.events
                  if e["type"] == ReplyDone.__name__]
     return LatencyRun(label, latencies, parts,
@@ -166,18 +167,20 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
 
 
 ATTEMPTS: list[tuple[str, dict, dict]] = [
-    # (label, VoiceSettings changes from the plain baseline, engine threads and options)
+    # (label, VoiceSettings changes from the plain baseline or None for Parley's defaults,
+    #  engine threads and options)
     ("baseline: none of the measures", {}, {}),
     ("+ transcribe during the end-of-speech wait", {"speculative_stt": True}, {}),
     ("+ prepare the prompt prefix between turns",
      {"speculative_stt": True, "prefill": True}, {}),
-    ("+ speak the first clause (Parley's default)",
-     {"speculative_stt": True, "prefill": True, "first_clause_words": 4}, {}),
+    ("+ speak the first clause", {"speculative_stt": True, "prefill": True,
+                                  "first_clause_words": 4}, {}),
+    ("+ pause the model for the first audio (default)", None, {}),
     ("default, Whisper 15 s encoder window", None, {"encoder_seconds": 15}),
+    ("default, Piper 1 thread", None, {"tts_threads": 1}),
     ("default, 1 thread for each engine", None,
      {"llm_threads": 1, "stt_threads": 1, "tts_threads": 1}),
-    ("default, llama 2 / Whisper 1 / Piper 1", None, {"stt_threads": 1}),
-    ("default, llama 1 / Whisper 2 / Piper 2", None, {"llm_threads": 1, "tts_threads": 2}),
+    ("default, llama 2 / Whisper 1 / Piper 1", None, {"stt_threads": 1, "tts_threads": 1}),
 ]
 
 
@@ -185,7 +188,8 @@ def run_attempt(number: int, turns: int) -> dict:
     from assistant.voice import VoiceSettings
 
     label, changes, engine_options = ATTEMPTS[number]
-    plain = {"speculative_stt": False, "prefill": False, "first_clause_words": 0}
+    plain = {"speculative_stt": False, "prefill": False, "first_clause_words": 0,
+             "first_audio_first": False}
     settings = VoiceSettings() if changes is None else VoiceSettings(**{**plain, **changes})
     run = run_latency(label, load_engines(**engine_options), settings, turns)
     return {"label": label, "latencies": run.latencies, "parts": run.parts,
@@ -200,7 +204,7 @@ def bench_latency(turns: int) -> None:
     print(f"\nEnd of speech to first audio, {turns} spoken turns fed at real-time pace "
           f"(answers up to {ANSWER_TOKENS} tokens); each measure in a fresh process")
     print(f"  {'measure':44s} {'median':>7s} {'p90':>6s} {'ratio':>6s}   eos / stt / first "
-          "token / first audio (median ms); prompt tokens processed; peak MB")
+          "token / first sentence / first audio (median ms); prompt tokens processed; peak MB")
     base = None
     for number in range(len(ATTEMPTS)):
         done = subprocess.run(

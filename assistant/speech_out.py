@@ -50,6 +50,8 @@ class SpokenReply:
         self.first_audio_at: float | None = None
         """Clock time at which the first audio was handed to the output."""
         self.stopped = False
+        self.first_audio = threading.Event()
+        """Set when the first audio is out (or speaking ended without any)."""
         self._queue: queue.Queue = queue.Queue()
         output.reset_counter()
         self._worker = threading.Thread(target=self._run, name="speak", daemon=True)
@@ -95,6 +97,12 @@ class SpokenReply:
         return " ".join(heard)
 
     def _run(self) -> None:
+        try:
+            self._speak_all()
+        finally:
+            self.first_audio.set()  # nobody waits for audio that will not come
+
+    def _speak_all(self) -> None:
         while True:
             item = self._queue.get()
             if item is _END or self.stopped or self.cancel.cancelled:
@@ -108,6 +116,7 @@ class SpokenReply:
                     if self.first_audio_at is None:
                         self.first_audio_at = self.clock()
                     self.output.play(chunk, self.tts.sample_rate)
+                    self.first_audio.set()
                     self.on_audio(chunk)
                     if spoken is None:  # a sentence may come back in several chunks
                         spoken = SpokenSentence(item, seconds)

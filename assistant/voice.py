@@ -36,6 +36,9 @@ from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
 from models.base import CancelToken
 from models.speech import SpeechToText, TextToSpeech, Transcript
 
+FIRST_AUDIO_WAIT_S = 3.0
+"""At most this long the model waits for the first sentence's audio."""
+
 
 @dataclass(frozen=True)
 class VoiceSettings:
@@ -55,6 +58,9 @@ class VoiceSettings:
     whole first sentence."""
     prefill: bool = True
     """Between turns, process the next prompt's beginning so a reply starts sooner."""
+    first_audio_first: bool = True
+    """Pause the model while the first sentence is synthesized: on a small machine the two
+    compete for the same cores, and the user waits for that first audio."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.echo_tail_ms <= 5000:
@@ -123,6 +129,9 @@ class VoiceLoop:
         self._cancel: CancelToken | None = None
         self._quiet_until = 0.0
         self._lock = threading.Lock()
+        self._audio_lock = threading.Lock()
+        """The segmenter is fed by the microphone's thread and flushed by Enter's."""
+        self._current: TurnRecord | None = None
         self._worker = threading.Thread(target=self._work, name="reply", daemon=True)
         self._worker.start()
 
@@ -130,12 +139,14 @@ class VoiceLoop:
 
     def feed_audio(self, pcm: np.ndarray) -> None:
         """Microphone (or file) audio, 16 kHz mono int16, in chunks of any size."""
-        if not self.listening or self._ignoring_microphone():
-            self.segmenter.reset()
-            self._speculative = None
-            return
-        seen = self.segmenter.samples_seen
-        for event in self.segmenter.feed(pcm):
+        with self._audio_lock:
+            if not self.listening or self._ignoring_microphone():
+                self.segmenter.reset()
+                self._speculative = None
+                return
+            seen = self.segmenter.samples_seen
+            events = self.segmenter.feed(pcm)
+        for event in events:
             if isinstance(event, SpeechStarted):
                 self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
@@ -145,17 +156,19 @@ class VoiceLoop:
 
     def start_listening(self) -> None:
         """Push-to-talk: Enter was pressed; listen from now."""
-        self.segmenter.reset()
-        self.listening = True
+        with self._audio_lock:
+            self.segmenter.reset()
+            self.listening = True
         self.render(Status("Listening… (Enter again to stop)"))
 
     def stop_listening(self) -> None:
         """Push-to-talk: the second Enter ends the utterance now; end of input in replay."""
-        utterance = self.segmenter.flush()
+        with self._audio_lock:  # Enter comes from another thread than the microphone
+            utterance = self.segmenter.flush()
+            if self.settings.push_to_talk:
+                self.listening = False
         if utterance is not None:
             self._dispatch(utterance)
-        if self.settings.push_to_talk:
-            self.listening = False
 
     # -- text in ------------------------------------------------------------------------
 
@@ -223,7 +236,7 @@ class VoiceLoop:
             return
         started = self.clock()
         self.interrupt()
-        record = self.records[-1] if self.records else None
+        record = self._current
         if record is not None:
             detect_ms = max(0, detected_at_sample - event.sample) * 1000 / 16000
             record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
@@ -312,7 +325,7 @@ class VoiceLoop:
             on_audio=record.audio.append if self.keep_audio else None,
             clock=self.clock)
         with self._lock:
-            self._cancel, self._speech = cancel, speech
+            self._cancel, self._speech, self._current = cancel, speech, record
 
         # Its own splitter: speech may start at the first clause, before a full sentence.
         splitter = SentenceSplitter(self.settings.first_clause_words)
@@ -322,7 +335,12 @@ class VoiceLoop:
                 if "first_token_ms" not in record.timings:
                     record.timings["first_token_ms"] = self._ms_since(record)
                 for piece in splitter.feed(event.text):
+                    first = "first_sentence_ms" not in record.timings
+                    if first:
+                        record.timings["first_sentence_ms"] = self._ms_since(record)
                     speech.say(piece)
+                    if first and self.settings.first_audio_first:
+                        speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
             if not isinstance(event, ReplyDone):
                 self._emit(record, event)
 
@@ -335,7 +353,7 @@ class VoiceLoop:
             speech.join()
         finally:
             with self._lock:
-                self._cancel, self._speech = None, None
+                self._cancel, self._speech, self._current = None, None, None
             self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
         record.reply = done.text if done is not None else ""
         record.spoken_seconds = round(speech.spoken_seconds, 2)

@@ -31,8 +31,8 @@ def add_voice_flags(parser: argparse.ArgumentParser, suppress: bool = False,
                              "the embedded en_US joe)")
     speech.add_argument("--stt-threads", type=int, default=int(_env("stt_threads", "2")),
                         help="speech-to-text threads (default 2)")
-    speech.add_argument("--tts-threads", type=int, default=int(_env("tts_threads", "1")),
-                        help="text-to-speech threads (default 1)")
+    speech.add_argument("--tts-threads", type=int, default=int(_env("tts_threads", "2")),
+                        help="text-to-speech threads (default 2)")
     listen = _Group(parser.add_argument_group("listening"), suppress)
     if devices:
         listen.add_argument("--push-to-talk", action="store_true",

@@ -283,3 +283,42 @@ def test_push_to_talk_hears_only_between_enter_and_the_end_of_speech():
     heard = [m.content for m in conversation.history.messages if m.role == "user"]
     assert heard == [SCRIPT[HELLO], SCRIPT[TIME]]
     assert not loop.listening
+
+
+def test_the_model_waits_for_the_first_sentence_to_be_heard():
+    import time as clock
+
+    class SlowFirstAudio(ToneTextToSpeech):
+        def __init__(self):
+            super().__init__()
+            self.first_yield = None
+
+        def synthesize(self, text):
+            for chunk in super().synthesize(text):
+                if self.first_yield is None:
+                    clock.sleep(0.3)  # synthesizing the first sentence takes a while
+                    self.first_yield = clock.monotonic()
+                yield chunk
+
+    model = ScriptedChatModel()
+    model.enqueue("Here it is. And here is the rest of the answer, with more words.")
+    tts = SlowFirstAudio()
+    deltas: list[tuple[float, str]] = []
+
+    def render(event):
+        if type(event).__name__ == "TextDelta":
+            deltas.append((clock.monotonic(), event.text))
+
+    loop = VoiceLoop(Conversation(model, builtin_tools()), ScriptedSpeechToText(SCRIPT), tts,
+                     MemorySpeaker(), Segmenter(), VoiceSettings(echo_tail_ms=0), render)
+    try:
+        loop.submit_text("hello")
+        loop.wait_idle(10)
+    finally:
+        loop.close()
+    text = ""
+    for at, piece in deltas:
+        if "Here it is. " in text:  # after the first sentence, nothing until its audio
+            assert at >= tts.first_yield
+        text += piece
+    assert tts.spoken[0] == "Here it is."
