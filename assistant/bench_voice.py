@@ -1,6 +1,6 @@
 """Voice benchmark on recordings of human speech (Debian's pocketsphinx-testdata).
 
-    python -m assistant.bench_voice [--only load|stt|tts|latency] [--turns 5]
+    python -m assistant.bench_voice [--only load|segmenter|stt|tts|latency] [--turns 6]
 
 Prints word error rate and speech-to-text real-time factor, Piper's time to first audio
 and real-time factor, peak memory with the three embedded models loaded, and the latency
@@ -63,6 +63,51 @@ def load_engines(llm_threads: int = 2, stt_threads: int = 2, tts_threads: int = 
         print(f"  peak resident memory: {before:.0f} MB before, {peak_mb():.0f} MB with all "
               "three loaded")
     return llm, stt, tts
+
+
+# -- segmenter defaults ------------------------------------------------------------------------
+
+def bench_segmenter() -> None:
+    """How the segmenter's settings split real speech: each clip should be one utterance,
+    noise none; a shorter end-of-speech wait answers sooner but cuts readers mid-sentence."""
+    from dataclasses import replace
+
+    from audio.segmenter import Segmenter, SegmenterSettings
+
+    rng = np.random.default_rng(0)
+    rate = samples.SAMPLE_RATE
+    book = samples.librivox()
+    # A turn of two or three sentences with the pauses people make between them.
+    turns = [samples.joined(book[i:i + 2], gap) for i in range(4) for gap in (0.35, 0.5)]
+    turns += [samples.joined(samples.commands()[i:i + 3], 0.45) for i in range(3)]
+    lead, tail = np.zeros(rate // 2, dtype=np.int16), np.zeros(rate * 2, dtype=np.int16)
+    white = rng.normal(0, 600, rate * 3)
+    breath = np.convolve(rng.normal(0, 1, rate * 3), np.ones(24) / 24, "same")
+    breath *= 1500 * np.abs(np.sin(np.linspace(0, 3 * np.pi, rate * 3))) / breath.std()
+    clicks = np.zeros(rate * 3)
+    for start in range(0, rate * 3, rate * 3 // 10):
+        clicks[start:start + 80] = rng.normal(0, 8000, 80)  # key presses: 5 ms bursts
+    noises = [white.astype(np.int16), breath.astype(np.int16), clicks.astype(np.int16)]
+    print(f"\nSegmenter on {len(turns)} spoken turns of 2–3 sentences with 0.35–0.5 s pauses "
+          "(each should stay one utterance) and 3 noise clips: white noise, breathing, key "
+          "clicks (none should become one)")
+    print(f"  {'setting':34s} {'split':>6s} {'missed':>7s} {'noise':>6s}")
+    base = SegmenterSettings()
+    trials = [("defaults (700 ms end, aggr. 2)", base)]
+    trials += [(f"end silence {ms} ms", replace(base, end_silence_ms=ms)) for ms in (300, 500, 900)]
+    trials += [(f"aggressiveness {a}", replace(base, aggressiveness=a)) for a in (0, 1, 3)]
+    trials += [("min speech 100 ms", replace(base, min_speech_ms=100))]
+    for label, settings in trials:
+        split = missed = noise = 0
+        for turn in turns:
+            count = sum(1 for e in Segmenter(settings).feed(np.concatenate([lead, turn.pcm, tail]))
+                        if type(e).__name__ == "Utterance")
+            split += count > 1
+            missed += count == 0
+        for pcm in noises:
+            noise += sum(1 for e in Segmenter(settings).feed(pcm)
+                         if type(e).__name__ == "Utterance")
+        print(f"  {label:34s} {split:6d} {missed:7d} {noise:6d}")
 
 
 # -- speech-to-text ----------------------------------------------------------------------------
@@ -230,7 +275,7 @@ def bench_latency(turns: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m assistant.bench_voice",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["load", "stt", "tts", "latency"])
+    parser.add_argument("--only", choices=["load", "segmenter", "stt", "tts", "latency"])
     parser.add_argument("--turns", type=int, default=6, help="spoken turns per latency run")
     parser.add_argument("--attempt", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -244,6 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     np.seterr(all="ignore")
     if args.only in (None, "load"):
         load_engines(report=True)
+    if args.only in (None, "segmenter"):
+        bench_segmenter()
     if args.only in (None, "stt"):
         bench_stt()
     if args.only in (None, "tts"):
