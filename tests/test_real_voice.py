@@ -87,3 +87,20 @@ def test_voice_without_a_microphone_says_why_and_falls_back_to_text_chat(tmp_pat
     error = result.stderr.decode().strip().splitlines()
     assert len(error) == 1 and "starting text chat" in error[0] and "voice cannot" in error[0]
     assert result.stdout.strip()  # the typed message was answered
+
+
+def test_replaying_the_same_session_gives_the_same_conversation(tmp_path, book):
+    write_wav(tmp_path / "one.wav", book[2].pcm, samples.SAMPLE_RATE)
+    (tmp_path / "session.json").write_text(json.dumps({"turns": [
+        {"audio": "one.wav"}, {"text": "And then?"}]}))
+    results = []
+    for run in range(2):
+        out = tmp_path / f"run{run}.json"
+        result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
+                            "--ctx", "2048", "--answer-tokens", "32", "--out", str(out))
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        report = json.loads(out.read_text())
+        results.append(([(t["heard"], t["reply"]) for t in report["turns"]],
+                        report["messages"]))
+    assert results[0] == results[1]
+    assert results[0][0][0][0] and results[0][0][1][1]  # heard the clip, answered the text
