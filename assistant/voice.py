@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from assistant.conversation import Conversation
+from assistant.errors import AssistantError
 from assistant.events import (
     Error,
     Event,
@@ -141,8 +142,12 @@ class VoiceLoop:
         """Microphone (or file) audio, 16 kHz mono int16, in chunks of any size."""
         with self._audio_lock:
             if not self.listening or self._ignoring_microphone():
+                # Speech the user began before Parley started talking is theirs: keep it.
+                begun = self.segmenter.flush() if self.segmenter.in_speech else None
                 self.segmenter.reset()
-                self._speculative = None
+                if begun is not None and self.listening:
+                    self._dispatch(begun)
+                self._replace_speculative(None)
                 return
             seen = self.segmenter.samples_seen
             events = self.segmenter.feed(pcm)
@@ -150,7 +155,8 @@ class VoiceLoop:
             if isinstance(event, SpeechStarted):
                 self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
-                self._speculative = (event.sample, self._stt.submit(self._transcribe, event.pcm))
+                self._replace_speculative(
+                    (event.sample, self._stt.submit(self._transcribe, event.pcm)))
             elif isinstance(event, Utterance):
                 self._dispatch(event)
 
@@ -184,7 +190,8 @@ class VoiceLoop:
 
     @property
     def replying(self) -> bool:
-        return self._cancel is not None
+        """A turn is being transcribed, answered or spoken, or waits to be."""
+        return self._cancel is not None or self._turns.unfinished_tasks > 0
 
     def interrupt(self) -> None:
         """Stop the current reply: cancel generation and silence its speech."""
@@ -245,6 +252,13 @@ class VoiceLoop:
     def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
         transcript = self.stt.transcribe(pcm)
         return transcript, self.clock()
+
+    def _replace_speculative(self, new: tuple[int, Future] | None) -> None:
+        """A newer pause makes the last speculative transcript useless: drop it if it has
+        not started, so the one that counts does not queue behind it."""
+        old, self._speculative = self._speculative, new
+        if old is not None:
+            old[1].cancel()
 
     def _dispatch(self, utterance: Utterance) -> None:
         if self.settings.push_to_talk and not utterance.cut:
@@ -346,18 +360,28 @@ class VoiceLoop:
 
         try:
             done = self.conversation.reply(text, on_event, cancel)
-            if not cancel.cancelled:
+            if not cancel.cancelled and done is not None:
                 for piece in splitter.finish():
                     speech.say(piece)
             speech.close()
-            speech.join()
+            try:
+                speech.join()
+            except AssistantError as exc:  # the speaker failed: the reply stands as text
+                self._emit(record, Error("tts", f"{exc} The reply is shown as text."))
+        except BaseException:
+            speech.stop()  # an unexpected failure: say nothing more of this reply
+            raise
         finally:
+            speech.close()  # the speaking worker must never wait for sentences forever
             with self._lock:
                 self._cancel, self._speech, self._current = None, None, None
             self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
         record.reply = done.text if done is not None else ""
         record.spoken_seconds = round(speech.spoken_seconds, 2)
         record.interrupted = speech.stopped
+        if speech.stopped and record.audio:  # keep only the audio that was actually heard
+            record.audio = _first_samples(record.audio,
+                                          round(speech.spoken_seconds * self.tts.sample_rate))
         if speech.stopped and done is not None and done.text:
             heard = speech.heard_text()
             self.conversation.note_heard(heard)
@@ -375,3 +399,13 @@ class VoiceLoop:
             # Set now (not only at the end) so replay can time a barge-in into this reply.
             record.timings["first_audio_ms"] = self._ms_since(record)
         self._emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))
+
+
+def _first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
+    kept: list[np.ndarray] = []
+    for chunk in chunks:
+        if count <= 0:
+            break
+        kept.append(chunk[:count])
+        count -= len(chunk)
+    return kept

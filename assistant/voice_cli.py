@@ -267,6 +267,8 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
         while not stop.is_set():
             try:
                 pcm = microphone.read(0.1)
+                if pcm is not None:
+                    loop.feed_audio(pcm)
             except DeviceLost as exc:
                 console.print(f"! {exc} The conversation is kept; type meanwhile.",
                               style="bold red")
@@ -277,9 +279,11 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
                         continue
                     console.print("· Listening again.", style="dim")
                     break
-                continue
-            if pcm is not None:
-                loop.feed_audio(pcm)
+            except Exception as exc:  # never go deaf silently
+                if stop.is_set():
+                    return
+                console.print(f"! Listening failed ({exc}); trying again.", style="bold red")
+                stop.wait(1.0)
 
     listener = threading.Thread(target=listen, name="listen", daemon=True)
     listener.start()
@@ -307,12 +311,16 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
                     loop.stop_listening() if loop.listening else loop.start_listening()
                 continue
             if line.startswith("/"):
+                if line.split()[0].lower() == "/clear":
+                    loop.interrupt()  # a reply in progress must not land in the new one
+                    loop.wait_idle()
                 if not commands.command(line):
                     break
                 continue
             loop.submit_text(line)
     finally:
         stop.set()
+        listener.join(timeout=2)  # it feeds the loop: stop it before closing anything
         loop.close()
         microphone.close()
         speaker.close()

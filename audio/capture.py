@@ -68,6 +68,7 @@ class Microphone:
             return
         sd = load_sounddevice()
         rate, self._channels = self._settings(sd)
+        stream = None
         try:
             stream = sd.RawInputStream(
                 device=self.device, samplerate=rate, channels=self._channels, dtype="int16",
@@ -75,6 +76,8 @@ class Microphone:
             )
             stream.start()
         except sd.PortAudioError as exc:
+            if stream is not None:  # opened but would not start: do not leak it
+                close_stream(stream)
             raise AudioDeviceError(
                 f"Cannot open the microphone ({exc}). Pick another with --input-device "
                 "(`parley devices` lists them) or check the sound server."

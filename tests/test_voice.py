@@ -34,13 +34,13 @@ def write_session(folder, turns: list[dict], clips: dict[str, np.ndarray]):
 
 
 def make_loop(model, barge_in=False, max_utterance_s=20.0, ms_per_char=50.0,
-              realtime=False, settings=None):
+              realtime=False, settings=None, keep_audio=False):
     conversation = Conversation(model, builtin_tools(), settings or ReplySettings())
     stt = ScriptedSpeechToText(SCRIPT)
     tts = ToneTextToSpeech(ms_per_char)
     segmenter = Segmenter(SegmenterSettings(max_utterance_s=max_utterance_s))
     loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=realtime), segmenter,
-                     VoiceSettings(barge_in=barge_in, echo_tail_ms=100))
+                     VoiceSettings(barge_in=barge_in, echo_tail_ms=100), keep_audio=keep_audio)
     return loop, stt, tts
 
 
@@ -140,9 +140,12 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard(tmp_path):
         tmp_path, model,
         [{"audio": "hello.wav"}, {"audio": "stop.wav", "during_reply_ms": 1200}],
         {"hello.wav": clip(1.0, HELLO), "stop.wav": clip(1.0, STOP)},
-        fast=False, barge_in=True, realtime=True)
+        fast=False, barge_in=True, realtime=True, keep_audio=True)
     first, second = report["turns"]
     assert first["interrupted"] is True
+    # What --audio-out would write is what was heard, not all that was synthesized.
+    kept = sum(len(chunk) for chunk in loop.records[0].audio) / RATE
+    assert kept == pytest.approx(first["spoken_seconds"], abs=0.02)
     total = len(long_answer.replace(" ", "")) * 0.05
     assert 1.0 < first["spoken_seconds"] < total / 2
     # From the start of the user's speech to silence: detection plus stopping the output.
@@ -322,3 +325,19 @@ def test_the_model_waits_for_the_first_sentence_to_be_heard():
             assert at >= tts.first_yield
         text += piece
     assert tts.spoken[0] == "Here it is."
+
+
+def test_speech_begun_before_parley_talks_is_kept_not_dropped():
+    model = ScriptedChatModel()
+    model.enqueue("Sure.")
+    loop, *_ = make_loop(model, realtime=True)
+    speech = clip(1.5, TIME)
+    try:
+        loop.feed_audio(speech[: int(1.2 * RATE)])  # the user is mid-sentence…
+        loop.output.play(np.zeros(RATE * 2, dtype=np.int16), RATE)  # …when Parley speaks
+        loop.feed_audio(speech[int(1.2 * RATE):])
+        loop.output.stop()
+        loop.wait_idle(10)
+    finally:
+        loop.close()
+    assert [m.content for m in loop.conversation.history.messages][:1] == [SCRIPT[TIME]]
