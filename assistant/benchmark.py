@@ -73,16 +73,19 @@ def prompt_building(model: LlamaChatModel) -> None:
           f"median ({uncached / cached:.0f}x faster; target under 5 ms)")
 
 
-def twenty_turns(model: LlamaChatModel) -> None:
+def twenty_turns(model: LlamaChatModel, prepare: bool) -> None:
     conversation = Conversation(model, builtin_tools(), ReplySettings(answer_tokens=48))
     processed, sizes = [], []
     for turn in range(20):
+        if prepare:  # what chat and voice do while the user types or talks
+            conversation.prepare_next()
         done = conversation.reply(f"Tell me one short fact about the number {turn + 1}.",
                                   lambda e: None)
         if done:
             processed.append(done.processed_tokens)
             sizes.append(done.prompt_tokens)
-    print("20-turn chat, prompt tokens processed / prompt size per turn:")
+    how = "with the prefix prepared between turns" if prepare else "without preparation"
+    print(f"20-turn chat {how}, prompt tokens processed during the reply / prompt size:")
     print("  " + ", ".join(f"{p}/{s}" for p, s in zip(processed, sizes, strict=True)))
     print(f"  total processed {sum(processed)} of {sum(sizes)} "
           f"({sum(processed) / max(sum(sizes), 1):.0%}); prefix reuse saved the rest")
@@ -96,7 +99,9 @@ def main() -> None:
         speed(threads)
     model = LlamaChatModel(default_llm(), context_size=8192, threads=2)
     prompt_building(model)
-    twenty_turns(model)
+    for prepare in (False, True):
+        model = LlamaChatModel(default_llm(), context_size=8192, threads=2)
+        twenty_turns(model, prepare)
 
 
 if __name__ == "__main__":

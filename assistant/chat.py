@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 from typing import TextIO
 
@@ -27,6 +28,7 @@ class ChatSession:
                  console: Console | None = None) -> None:
         self.conversation = conversation
         self.interactive = interactive
+        self._prepared: threading.Event | None = None
         # Piped output stays plain text, so transcripts compare exactly.
         self.console = console or Console(highlight=False, markup=False,
                                           force_terminal=interactive or None)
@@ -103,5 +105,29 @@ class ChatSession:
                     break
                 continue
             cancel = CancelToken()
+            self._wait_prepared()
             run_in_worker(partial(self.conversation.reply, line, self.render, cancel), cancel)
+            self._prepare_next()
+        # Leaving while llama.cpp still runs on a daemon thread can crash the interpreter.
+        self._wait_prepared()
         return 0
+
+    def _prepare_next(self) -> None:
+        """While the user types, process the next prompt's beginning (the model is idle)."""
+        done = threading.Event()
+
+        def prepare() -> None:
+            try:
+                self.conversation.prepare_next()
+            finally:
+                done.set()
+
+        threading.Thread(target=prepare, name="prepare", daemon=True).start()
+        self._prepared = done
+
+    def _wait_prepared(self) -> None:
+        # One model, one user at a time: the reply waits for the preparation to finish.
+        # An Event, not Thread.join, so Ctrl-C cannot confuse it (see run_in_worker).
+        if self._prepared is not None:
+            while not self._prepared.wait(0.1):
+                pass
