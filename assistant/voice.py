@@ -133,6 +133,7 @@ class VoiceLoop:
         self._audio_lock = threading.Lock()
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
         self._current: TurnRecord | None = None
+        self._interrupted_at = float("-inf")
         self._worker = threading.Thread(target=self._work, name="reply", daemon=True)
         self._worker.start()
 
@@ -194,7 +195,9 @@ class VoiceLoop:
         return self._cancel is not None or self._turns.unfinished_tasks > 0
 
     def interrupt(self) -> None:
-        """Stop the current reply: cancel generation and silence its speech."""
+        """Stop the current reply (cancel generation, silence its speech) and drop the turns
+        heard or typed before now that are still waiting or being transcribed."""
+        self._interrupted_at = self.clock()
         with self._lock:
             if self._cancel is not None:
                 self._cancel.cancel()
@@ -311,6 +314,8 @@ class VoiceLoop:
         return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
 
     def _turn(self, record: TurnRecord, payload) -> None:
+        if record.started < self._interrupted_at:
+            return  # the user stopped Parley after this was said
         if record.source == "audio":
             future, cut = payload
             try:
@@ -322,7 +327,7 @@ class VoiceLoop:
             record.timings["stt_ms"] = self._ms_since(record, heard_at)
             self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
                                      transcript.rejected, cut))
-            if not transcript.text:
+            if not transcript.text or record.started < self._interrupted_at:
                 return
             text = transcript.text
         else:

@@ -1,6 +1,7 @@
 """The voice loop and headless replay with stand-in engines around the real segmenter and VAD."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -341,3 +342,24 @@ def test_speech_begun_before_parley_talks_is_kept_not_dropped():
     finally:
         loop.close()
     assert [m.content for m in loop.conversation.history.messages][:1] == [SCRIPT[TIME]]
+
+
+def test_interrupting_drops_the_turns_still_waiting():
+    model = ScriptedChatModel()
+    model.enqueue("This is a long answer. " * 10, "Should not come.", "After.")
+    loop, *_ = make_loop(model, realtime=True)
+    try:
+        loop.submit_text("first")
+        loop.submit_text("second")  # queued behind the first
+        deadline = time.monotonic() + 10
+        while not loop.records[0].timings.get("first_audio_ms") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        loop.interrupt()  # Ctrl-C
+        loop.wait_idle(10)
+        loop.submit_text("third")
+        loop.wait_idle(10)
+    finally:
+        loop.close()
+    users = [m.content for m in loop.conversation.history.messages if m.role == "user"]
+    assert users == ["first", "third"]
+    assert loop.records[0].interrupted
