@@ -384,6 +384,8 @@ class VoiceLoop:
         record.reply = done.text if done is not None else ""
         record.spoken_seconds = round(speech.spoken_seconds, 2)
         record.interrupted = speech.stopped
+        if speech.stopped:  # sentences synthesized ahead but never heard were not spoken
+            record.events = _heard_events(record.events, speech.spoken_seconds)
         if speech.stopped and record.audio:  # keep only the audio that was actually heard
             record.audio = _first_samples(record.audio,
                                           round(speech.spoken_seconds * self.tts.sample_rate))
@@ -413,4 +415,16 @@ def _first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
             break
         kept.append(chunk[:count])
         count -= len(chunk)
+    return kept
+
+
+def _heard_events(events: list[dict], spoken_seconds: float) -> list[dict]:
+    """Drop the `Spoken` events of sentences that had not started playing at the stop."""
+    kept, started = [], 0.0
+    for event in events:
+        if event["type"] == Spoken.__name__:
+            if started >= spoken_seconds:
+                continue
+            started += event["seconds"]
+        kept.append(event)
     return kept

@@ -157,6 +157,9 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard(tmp_path):
     assert assistant["role"] == "assistant" and "the user interrupted" in assistant["content"]
     assert "This is a long answer." in assistant["content"].split("[")[1]
     assert [e["type"] for e in first["events"]].count("Interrupted") == 1
+    # Only sentences that had started playing are reported as spoken.
+    spoken = [e["seconds"] for e in first["events"] if e["type"] == "Spoken"]
+    assert sum(spoken[:-1]) < first["spoken_seconds"] <= sum(spoken) + 0.05
 
 
 def test_without_barge_in_parley_does_not_hear_itself(tmp_path):
