@@ -141,3 +141,23 @@ def test_parley_devices_lists_the_sound_servers_devices(server):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert any("pulse" in line for line in lines) and any("default" in line for line in lines)
+
+
+def test_barge_in_through_the_real_devices_stops_the_reply(server):
+    child = spawn_voice(server, "--barge-in", "--answer-tokens", "120")
+    try:
+        child.sendline("Tell me a long story about a lighthouse keeper and the sea.")
+        child.expect(r"\w+ \w+ \w+ \w+")  # the reply is being written and spoken
+        recording = server.record_monitor()
+        pcm, _ = speech()
+        server.feed(pcm)  # the user talks over Parley
+        child.expect(r"Stopped after (\d+\.\d) s of speech", timeout=60)
+        assert float(child.match.group(1)) > 0  # it was heard for a while, then stopped
+        child.expect(r"you: ([^\r\n]+)", timeout=60)
+        assert "young man" in child.match.group(1).lower()
+        wait_for_history(child, r"#3 user: [^\r\n]*young man")
+        played = recording.stop()
+        assert played.size and np.abs(played).max() > 100  # it did speak before it stopped
+        quit_cleanly(child)
+    finally:
+        child.close(force=True)
