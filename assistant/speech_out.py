@@ -10,10 +10,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from assistant.errors import AssistantError
 from models.base import CancelToken
 from models.speech import TextToSpeech
 
 _END = object()
+STALL_MARGIN_S = 5.0
+"""How much longer than the reply's audio playback may take before the speaker counts as hung."""
+
+
+class SpeakerStalled(AssistantError):
+    stage = "tts"
 
 
 @dataclass
@@ -70,10 +77,19 @@ class SpokenReply:
         self.output.stop()
 
     def join(self) -> None:
-        """Wait until everything said was played, or the reply was stopped."""
+        """Wait until everything said was played, or the reply was stopped.
+
+        A speaker that stops taking audio (a hung sound server) must not leave Parley deaf
+        for ever: past the reply's length and a margin it is stopped and reported.
+        """
         self._worker.join()
-        if not self.stopped:
-            self.output.wait()
+        if self.stopped:
+            return
+        left = sum(s.seconds for s in self.sentences) - self.output.played_seconds
+        if not self.output.wait(timeout=max(0.0, left) + STALL_MARGIN_S):
+            self.output.stop()  # not the user's interruption: the reply stands as said
+            raise SpeakerStalled("The speaker stopped playing; check the output device "
+                                 "(`parley devices`).")
 
     @property
     def spoken_seconds(self) -> float:

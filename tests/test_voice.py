@@ -366,3 +366,30 @@ def test_interrupting_drops_the_turns_still_waiting():
     users = [m.content for m in loop.conversation.history.messages if m.role == "user"]
     assert users == ["first", "third"]
     assert loop.records[0].interrupted
+
+
+def test_a_speaker_that_hangs_is_reported_and_parley_listens_again(monkeypatch):
+    import assistant.speech_out as speech_out
+
+    class HungSpeaker(MemorySpeaker):
+        def wait(self, timeout=None):
+            return False  # the device never finishes
+
+    monkeypatch.setattr(speech_out, "STALL_MARGIN_S", 0.1)
+    model = ScriptedChatModel()
+    model.enqueue("Hello there.", "Second answer.")
+    conversation = Conversation(model, builtin_tools())
+    events: list = []
+    loop = VoiceLoop(conversation, ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(),
+                     HungSpeaker(), Segmenter(), VoiceSettings(echo_tail_ms=0), events.append)
+    try:
+        loop.submit_text("hi")
+        assert loop.wait_idle(10)
+        loop.submit_text("again")
+        assert loop.wait_idle(10)
+    finally:
+        loop.close()
+    errors = [e.message for e in events if type(e).__name__ == "Error"]
+    assert errors and "speaker stopped playing" in errors[0]
+    assert [m.content for m in conversation.history.messages] == [
+        "hi", "Hello there.", "again", "Second answer."]
