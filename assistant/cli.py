@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         # No PortAudio or no microphone: say why in one line, then text chat.
         problem = voice_cli.input_device_problem(args)
         if problem is None:
-            return voice_cli.run_voice(args, getattr(args, "push_to_talk", False))
+            return voice_cli.run_voice(args, args.push_to_talk)
         print(f"parley: starting text chat, because voice cannot start: {problem}",
               file=sys.stderr)
     if command == "replay":

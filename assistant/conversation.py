@@ -125,12 +125,7 @@ class Conversation:
         if not text:
             return None
         user = self.history.add("user", text)
-        earlier = [m for m in self.history.messages[:-1]
-                   if m.tool != history_tool.NAME]  # its results only repeat other messages
-        tools = self.tools
-        if earlier:
-            search = HistorySearch(earlier, self._search_cache)
-            tools = tools.with_tool(history_tool.history_tool(search))
+        tools = self._tools_over(self.history.messages[:-1])
         answer = ""
         usage = UsageChunk(0, 0, 0)
         splitter = SentenceSplitter()
@@ -198,18 +193,13 @@ class Conversation:
         reuses this and the next reply only processes the user's new message. Returns the
         tokens processed.
         """
-        earlier = [m for m in self.history.messages if m.tool != history_tool.NAME]
-        tools = self.tools
-        if earlier:
-            tools = tools.with_tool(history_tool.history_tool(HistorySearch(
-                earlier, self._search_cache)))
+        tools = self._tools_over(self.history.messages)
         specs = tools.specs() if self.settings.max_tool_calls else []
         system = self.system_message(specs)
-        uncovered = [m for m in self.history.messages if m.seq > self.summary.covered_through]
         # Fit as if the next message were of a typical spoken length, as the reply will.
         upcoming = Message(self.history.next_seq, "user", "x" * 200)
         try:
-            fit = fit_history([*uncovered, upcoming], upcoming.seq, self._count,
+            fit = fit_history([*self._uncovered(), upcoming], upcoming.seq, self._count,
                               self._room(system, specs))
         except PromptTooLarge:
             return 0
@@ -218,6 +208,19 @@ class Conversation:
             return self.model.prefill([system, *(to_prompt(m) for m in kept)], specs)
         except Exception:  # only an optimisation: the reply will process it anyway
             return 0
+
+    def _tools_over(self, earlier: tuple[Message, ...]) -> ToolRegistry:
+        """The tools of a reply that follows `earlier`: conversation_history joins them once
+        there is something to look back on (its own results only repeat other messages)."""
+        earlier_said = [m for m in earlier if m.tool != history_tool.NAME]
+        if not earlier_said:
+            return self.tools
+        return self.tools.with_tool(history_tool.history_tool(
+            HistorySearch(earlier_said, self._search_cache)))
+
+    def _uncovered(self) -> list[Message]:
+        """Messages after those the running summary stands in for."""
+        return [m for m in self.history.messages if m.seq > self.summary.covered_through]
 
     def note_heard(self, heard: str) -> None:
         """The last reply was spoken and the user cut it short: keep it, saying what they heard.
@@ -277,7 +280,7 @@ class Conversation:
         """The summary, then what fits of the messages after it, then a recall hint."""
         system = self.system_message(tools)
         room = self._room(system, tools)
-        uncovered = [m for m in self.history.messages if m.seq > self.summary.covered_through]
+        uncovered = self._uncovered()
         fit = fit_history(uncovered, current_seq, self._count, room)
         hint = self._recall_hint(current_seq, set(fit.dropped)) if self.settings.recall_hints \
             else None

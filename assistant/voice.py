@@ -74,7 +74,6 @@ class TurnRecord:
 
     source: str
     """"audio" or "text"."""
-    typed: str
     started: float
     """Clock time the turn began: the end of speech was detected, or the line was typed."""
     heard: str = ""
@@ -183,7 +182,7 @@ class VoiceLoop:
         text = text.strip()
         if not text:
             return None
-        record = self._record("text", text)
+        record = self._record("text")
         self._turns.put((record, text))
         return record
 
@@ -271,13 +270,13 @@ class VoiceLoop:
             future = speculative[1]  # no speech since the pause: its transcript stands
         else:
             future = self._stt.submit(self._transcribe, utterance.speech_pcm)
-        record = self._record("audio", "")
+        record = self._record("audio")
         record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
         record.timings["speech_seconds"] = round(utterance.duration_s, 2)
         self._turns.put((record, (future, utterance.cut)))
 
-    def _record(self, source: str, typed: str) -> TurnRecord:
-        record = TurnRecord(source, typed, self.clock())
+    def _record(self, source: str) -> TurnRecord:
+        record = TurnRecord(source, self.clock())
         self.records.append(record)
         return record
 
@@ -339,7 +338,7 @@ class VoiceLoop:
         cancel = CancelToken()
         speech = SpokenReply(
             self.tts, self.output, cancel,
-            on_sentence=lambda s: self._spoken(record, s),
+            on_sentence=lambda sentence: self._spoken(record, sentence, speech),
             on_error=lambda message: self._emit(record, Error("tts", message)),
             on_audio=record.audio.append if self.keep_audio else None,
             clock=self.clock)
@@ -395,16 +394,15 @@ class VoiceLoop:
             self._emit(record, Interrupted(record.spoken_seconds, heard))
         if done is not None:
             self._emit(record, done)
-        if speech.first_audio_at is not None:
-            first = self._ms_since(record, speech.first_audio_at)
-            record.timings["first_audio_ms"] = first
+        first = record.timings.get("first_audio_ms")
+        if first is not None:
             record.timings["latency_ms"] = round(
                 first + (record.timings.get("end_of_speech_ms") or 0.0), 1)
 
-    def _spoken(self, record: TurnRecord, sentence) -> None:
+    def _spoken(self, record: TurnRecord, sentence, speech: SpokenReply) -> None:
         if "first_audio_ms" not in record.timings:
-            # Set now (not only at the end) so replay can time a barge-in into this reply.
-            record.timings["first_audio_ms"] = self._ms_since(record)
+            # Set as it happens, so replay can time a barge-in into this reply.
+            record.timings["first_audio_ms"] = self._ms_since(record, speech.first_audio_at)
         self._emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))
 
 

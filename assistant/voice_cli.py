@@ -209,13 +209,10 @@ def quiet_native_stderr() -> None:
 class VoiceScreen:
     """What the voice user sees: what was heard, the reply as it is spoken, the steps."""
 
-    def __init__(self, console: Console) -> None:
-        from assistant.chat import ChatSession
-
-        self.console = console
-        self._chat = ChatSession.__new__(ChatSession)
-        self._chat.console = console
-        self._speaking = False
+    def __init__(self, chat) -> None:
+        self.console = chat.console
+        self._chat = chat
+        """The text chat's renderer shows the steps, the streamed reply and errors."""
 
     def render(self, event: Event) -> None:
         out = self.console
@@ -259,7 +256,10 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     except AssistantError as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 2
-    screen = VoiceScreen(console)
+    from assistant.chat import ChatSession
+
+    commands = ChatSession(conversation, interactive=True, console=console)
+    screen = VoiceScreen(commands)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render)
     stop = threading.Event()
 
@@ -291,9 +291,6 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
            else "Speak when you like")
     console.print(f"Parley is listening. {how}; or type a message. /help for commands, "
                   "Ctrl-D to quit.", style="dim")
-    from assistant.chat import ChatSession
-
-    commands = ChatSession(conversation, interactive=True, console=console)
     try:
         while True:
             try:

@@ -34,6 +34,17 @@ _BLOCK = MIC_RATE // 50
 """The FIFO writer's block: 20 ms of samples."""
 
 
+def _terminate(proc: subprocess.Popen) -> None:
+    """Stop a helper process politely, then for sure."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class SoundServerError(RuntimeError):
     """The sound server could not be started or driven."""
 
@@ -198,13 +209,7 @@ class MonitorTap:
         return np.frombuffer(data[: len(data) // 2 * 2], dtype=np.int16)
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        _terminate(self._proc)
         self._reader.join(timeout=5)
 
 
@@ -387,12 +392,7 @@ class SoundServer:
         if self._feeder is not None:
             self._feeder.close()
             self._feeder = None
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        if self._proc is not None:
+            _terminate(self._proc)
         self._proc = None
         shutil.rmtree(self.root, ignore_errors=True)
