@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from assistant.bench_busy import one_busy_core
 from audio import samples
 
 ANSWER_TOKENS = 48
@@ -43,16 +44,20 @@ def p90(values: list[float]) -> float:
 
 # -- engines ---------------------------------------------------------------------------------
 
-def load_engines(llm_threads: int = 2, stt_threads: int = 2, tts_threads: int = 2,
-                 encoder_seconds: int | None = None, report: bool = False):
+def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threads: int = 2,
+                 encoder_seconds: int | None = None, report: bool = False,
+                 llm_batch_threads: int | None = None):
+    """The three embedded engines, with Parley's default threads unless told otherwise."""
     from models.embedded import default_llm
-    from models.llama import LlamaChatModel
+    from models.llama import LlamaChatModel, default_batch_threads, default_threads
     from models.piper_tts import PiperTextToSpeech
     from models.whisper_stt import WhisperSpeechToText
 
     before = peak_mb()
     llm, llm_s = timed(lambda: LlamaChatModel(default_llm(), context_size=4096,
-                                              threads=llm_threads))
+                                              threads=llm_threads or default_threads(),
+                                              batch_threads=llm_batch_threads
+                                              or default_batch_threads()))
     stt, stt_s = timed(lambda: WhisperSpeechToText(threads=stt_threads,
                                                    encoder_seconds=encoder_seconds))
     tts, tts_s = timed(lambda: PiperTextToSpeech(threads=tts_threads))
@@ -223,9 +228,10 @@ ATTEMPTS: list[tuple[str, dict, dict]] = [
     ("+ pause the model for the first audio (default)", None, {}),
     ("default, Whisper 15 s encoder window", None, {"encoder_seconds": 15}),
     ("default, Piper 1 thread", None, {"tts_threads": 1}),
+    ("default, Whisper 1 / Piper 1 thread", None, {"stt_threads": 1, "tts_threads": 1}),
     ("default, 1 thread for each engine", None,
-     {"llm_threads": 1, "stt_threads": 1, "tts_threads": 1}),
-    ("default, llama 2 / Whisper 1 / Piper 1", None, {"stt_threads": 1, "tts_threads": 1}),
+     {"llm_threads": 1, "llm_batch_threads": 1, "stt_threads": 1, "tts_threads": 1}),
+    ("default, llama.cpp generating on 2 threads", None, {"llm_threads": 2}),
 ]
 
 
@@ -241,20 +247,30 @@ def run_attempt(number: int, turns: int) -> dict:
             "processed": run.processed_tokens, "peak_mb": peak_mb()}
 
 
-def bench_latency(turns: int) -> None:
+DEFAULT_MEASURE = 4
+BUSY_MEASURES = [DEFAULT_MEASURE, 6, 7, 8, 9]
+"""Beside a busy process only the thread choices are compared (the rest is not affected)."""
+
+
+def bench_latency(turns: int, busy: bool = False, measures: list[int] | None = None) -> None:
     import json
     import subprocess
     import sys
+    from contextlib import nullcontext
 
+    if measures is None:
+        measures = BUSY_MEASURES if busy else list(range(len(ATTEMPTS)))
+    beside = ", beside one busy process" if busy else ""
     print(f"\nEnd of speech to first audio, {turns} spoken turns fed at real-time pace "
-          f"(answers up to {ANSWER_TOKENS} tokens); each measure in a fresh process")
+          f"(answers up to {ANSWER_TOKENS} tokens){beside}; each measure in a fresh process")
     print(f"  {'measure':44s} {'median':>7s} {'p90':>6s} {'ratio':>6s}   eos / stt / first "
           "token / first sentence / first audio (median ms); prompt tokens processed; peak MB")
     base = None
-    for number in range(len(ATTEMPTS)):
-        done = subprocess.run(
-            [sys.executable, "-m", "assistant.bench_voice", "--attempt", str(number),
-             "--turns", str(turns)], capture_output=True, text=True, check=False)
+    for number in measures:
+        with one_busy_core() if busy else nullcontext():
+            done = subprocess.run(
+                [sys.executable, "-m", "assistant.bench_voice", "--attempt", str(number),
+                 "--turns", str(turns)], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(f"  {ATTEMPTS[number][0]:44s} failed: {done.stderr.strip()[-300:]}")
             continue
@@ -277,6 +293,11 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["load", "segmenter", "stt", "tts", "latency"])
     parser.add_argument("--turns", type=int, default=6, help="spoken turns per latency run")
+    parser.add_argument("--busy", action="store_true",
+                        help="measure latency beside one busy process (a desktop at work): "
+                             "the default against the other thread choices")
+    parser.add_argument("--measures", help="latency measures to run, by number from 0, "
+                                           "comma-separated (default: all)")
     parser.add_argument("--attempt", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.attempt is not None:  # one latency measure, in its own process
@@ -296,7 +317,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "tts"):
         bench_tts()
     if args.only in (None, "latency"):
-        bench_latency(args.turns)
+        measures = [int(n) for n in args.measures.split(",")] if args.measures else None
+        bench_latency(args.turns, args.busy, measures)
 
 
 if __name__ == "__main__":

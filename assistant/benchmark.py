@@ -1,9 +1,9 @@
 """`python -m assistant.benchmark`: figures for the embedded model on this machine.
 
 Prints load time, time to first token, generation and prompt tokens/s for 1 and 2
-threads; the cost of building one reply's prompt from a 400-message history with
-cached token counts against uncached counts; and prompt tokens processed per turn
-over a 20-turn chat beside each prompt's size.
+threads, on a quiet machine and beside one busy process; the cost of building one reply's
+prompt from a 400-message history with cached token counts against uncached counts; and
+prompt tokens processed per turn over a 20-turn chat beside each prompt's size.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import statistics
 import time
 
+from assistant.bench_busy import one_busy_core
 from assistant.conversation import Conversation, ReplySettings
 from assistant.tools import builtin_tools
 from models.base import PromptMessage, TextChunk, UsageChunk
@@ -22,9 +23,10 @@ PROSE = ("The billing service listens on port 8101 and the search service on 810
          "both read their settings from the shared configuration file. ")
 
 
-def speed(threads: int) -> None:
+def speed(threads: int, beside: str = "quiet") -> None:
     start = time.perf_counter()
     model = LlamaChatModel(default_llm(), context_size=4096, threads=threads)
+    label = f"threads={threads}, {beside}"
     load = time.perf_counter() - start
     long_prompt = [PromptMessage("system", "You are Parley."),
                    PromptMessage("user", PROSE * 40 + "\nSummarize in one sentence.")]
@@ -44,11 +46,11 @@ def speed(threads: int) -> None:
     for chunk in model.stream(short, [], 8):
         if isinstance(chunk, TextChunk) and short_first is None:
             short_first = time.perf_counter() - start
-    print(f"threads={threads}: first token {short_first or 0:.3f} s for a short "
+    print(f"{label}: first token {short_first or 0:.3f} s for a short "
           f"{len(model.prompt_tokens(short, []))}-token prompt")
     prompt_rate = usage.processed_tokens / first
     gen_rate = max(usage.completion_tokens - 1, 1) / max(total - first, 1e-6)
-    print(f"threads={threads}: load {load:.2f} s, first token {first:.2f} s for a "
+    print(f"{label}: load {load:.2f} s, first token {first:.2f} s for a "
           f"{usage.prompt_tokens}-token prompt, prompt {prompt_rate:.0f} tok/s, "
           f"generation {gen_rate:.1f} tok/s ({usage.completion_tokens} tokens)")
 
@@ -97,6 +99,9 @@ def main() -> None:
     parser.parse_args()
     for threads in (1, 2):
         speed(threads)
+    with one_busy_core():
+        for threads in (1, 2):
+            speed(threads, "beside a busy process")
     model = LlamaChatModel(default_llm(), context_size=8192, threads=2)
     prompt_building(model)
     for prepare in (False, True):

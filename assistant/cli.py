@@ -81,7 +81,11 @@ def add_model_flags(parser: argparse.ArgumentParser, suppress: bool = False) -> 
     group.add_argument("--ctx", type=int, default=int(_env("ctx", "8192")),
                        help="context size in tokens (default 8192)")
     group.add_argument("--threads", type=int, default=_env("threads", None),
-                       help="llama.cpp threads (default: 2, measured fastest on 2 cores)")
+                       help="llama.cpp threads generating the answer (default: half the "
+                            "cores, at most 4; more than the idle cores stalls it)")
+    group.add_argument("--batch-threads", type=int, default=_env("batch_threads", None),
+                       help="llama.cpp threads reading the prompt (default: the cores, "
+                            "at most 4)")
     group.add_argument("--answer-tokens", type=int, default=int(_env("answer_tokens", "1024")),
                        help="tokens kept free for the answer (default 1024)")
     group.add_argument("--max-tool-calls", type=int,
@@ -109,11 +113,17 @@ def load_model(args: argparse.Namespace):
         return OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
                                context_size=args.ctx, timeout=args.llm_timeout)
     from models.embedded import EmbeddedModelMissing, default_llm
-    from models.llama import LlamaChatModel, ModelLoadError, default_threads
+    from models.llama import (
+        LlamaChatModel,
+        ModelLoadError,
+        default_batch_threads,
+        default_threads,
+    )
 
     try:
         return LlamaChatModel(args.llm_model or default_llm(), context_size=args.ctx,
-                              threads=int(args.threads or default_threads()))
+                              threads=int(args.threads or default_threads()),
+                              batch_threads=int(args.batch_threads or default_batch_threads()))
     except (ModelLoadError, EmbeddedModelMissing) as exc:
         raise ModelError(f"Cannot load the language model: {exc}. "
                          "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc

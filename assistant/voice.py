@@ -133,6 +133,8 @@ class VoiceLoop:
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
         self._current: TurnRecord | None = None
         self._interrupted_at = float("-inf")
+        self._closing = False
+        self._worker_done = threading.Event()
         self._worker = threading.Thread(target=self._work, name="reply", daemon=True)
         self._worker.start()
 
@@ -219,11 +221,26 @@ class VoiceLoop:
         """Wait out the echo tail after Parley last spoke (replay's next clip starts then)."""
         time.sleep(max(0.0, self._quiet_until - self.clock()))
 
-    def close(self) -> None:
-        self.interrupt()
-        self._turns.put(None)
-        self._worker.join(timeout=5)
-        self._stt.shutdown(wait=False, cancel_futures=True)
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the reply in progress and end the worker; False if after `timeout` it is
+        still finishing a step (call again to keep waiting).
+
+        llama.cpp, Whisper and Piper run native code on the worker threads, and none can be
+        stopped mid-step: leaving while one runs crashes the interpreter at exit (a
+        segfault on /quit, seen while a busy machine slowed a prompt evaluation). Each
+        step is bounded, so this waits for it.
+        """
+        if not self._closing:
+            self._closing = True
+            self.interrupt()
+            self._turns.put(None)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # An Event, not Thread.join, so Ctrl-C cannot confuse it (bpo-45274).
+        while not self._worker_done.wait(0.1):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        self._stt.shutdown(wait=True, cancel_futures=True)
+        return True
 
     # -- inside ---------------------------------------------------------------------------
 
@@ -290,6 +307,12 @@ class VoiceLoop:
             self.prefilled_tokens += self.conversation.prepare_next()
 
     def _work(self) -> None:
+        try:
+            self._answer_turns()
+        finally:
+            self._worker_done.set()
+
+    def _answer_turns(self) -> None:
         self._prepare()
         while True:
             item = self._turns.get()

@@ -318,7 +318,9 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     finally:
         stop.set()
         listener.join(timeout=2)  # it feeds the loop: stop it before closing anything
-        loop.close()
+        if not loop.close(timeout=1.0):
+            console.print("· Finishing the model's current step…", style="dim")
+            loop.close()
         microphone.close()
         speaker.close()
     return 0

@@ -13,6 +13,8 @@ import numpy as np
 from models.embedded import EmbeddedModelMissing, default_voice
 from models.speech import SpeechEngineError, TextToSpeech
 
+SYNTHESIS_SEED = 1
+
 
 def _voice_error(path: Path, problem: str) -> SpeechEngineError:
     return SpeechEngineError(
@@ -77,6 +79,10 @@ class PiperTextToSpeech(TextToSpeech):
             options.inter_op_num_threads = 1
         # Idle worker threads spin by default, stealing the cores Whisper and llama.cpp need.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # VITS draws random noise for every sentence, so no two syntheses were the same. Its
+        # generator is seeded when the session is made: with a fixed seed a session's audio
+        # is the same each time it is replayed (the same sentences in the same order).
+        onnxruntime.set_seed(SYNTHESIS_SEED)
         try:
             piper_config = PiperConfig.from_dict(config)
             session = onnxruntime.InferenceSession(

@@ -93,3 +93,17 @@ def test_real_model_counts_tokens_and_reuses_prompt_prefix():
     history += [PromptMessage("assistant", answer), PromptMessage("user", "Another one.")]
     usage = list(model.stream(history, [], 16))[-1]
     assert usage.processed_tokens < usage.prompt_tokens / 2
+
+
+def test_thread_flags_reach_llama_cpp_and_defaults_leave_a_core_free():
+    from assistant.cli import build_parser, load_model
+
+    args = build_parser().parse_args(["chat", "--threads", "1", "--batch-threads", "2",
+                                      "--ctx", "1024"])
+    model = load_model(args)
+    assert (model._llm.n_threads, model._llm.n_threads_batch) == (1, 2)
+    default = load_model(build_parser().parse_args(["chat", "--ctx", "1024"]))
+    cores = os.cpu_count() or 1
+    # Generating on every core stalls beside any other work; reading the prompt does not.
+    assert default._llm.n_threads == 1 if cores < 4 else 2 <= default._llm.n_threads < cores
+    assert default._llm.n_threads_batch == min(cores, 4)

@@ -93,14 +93,18 @@ def test_replaying_the_same_session_gives_the_same_conversation(tmp_path, book):
     write_wav(tmp_path / "one.wav", book[2].pcm, samples.SAMPLE_RATE)
     (tmp_path / "session.json").write_text(json.dumps({"turns": [
         {"audio": "one.wav"}, {"text": "And then?"}]}))
-    results = []
+    results, spoken = [], []
     for run in range(2):
-        out = tmp_path / f"run{run}.json"
+        out, audio = tmp_path / f"run{run}.json", tmp_path / f"audio{run}"
         result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
-                            "--ctx", "2048", "--answer-tokens", "32", "--out", str(out))
+                            "--ctx", "2048", "--answer-tokens", "32", "--out", str(out),
+                            "--audio-out", str(audio))
         assert result.returncode == 0, result.stderr.decode()[-2000:]
         report = json.loads(out.read_text())
-        results.append(([(t["heard"], t["reply"]) for t in report["turns"]],
-                        report["messages"]))
+        results.append(([(t["heard"], t["reply"], t["spoken_seconds"])
+                         for t in report["turns"]], report["messages"]))
+        spoken.append([p.read_bytes() for p in sorted(audio.iterdir())])
     assert results[0] == results[1]
     assert results[0][0][0][0] and results[0][0][1][1]  # heard the clip, answered the text
+    # The spoken replies sound the same too, sample for sample.
+    assert len(spoken[0]) == 2 and spoken[0] == spoken[1]

@@ -94,8 +94,23 @@ def test_whisper_transcribes_real_human_speech(stt, samples):
 
 
 @real
+def test_piper_speaks_the_same_sentences_the_same_way_each_session():
+    from models.piper_tts import PiperTextToSpeech
+
+    def session() -> list[bytes]:
+        voice = PiperTextToSpeech()
+        return [np.concatenate(list(voice.synthesize(text))).tobytes()
+                for text in ("Hello there.", "Hello there.", "It is six o'clock.")]
+
+    first, second = session(), session()
+    assert first == second
+    # Within a session the voice still varies a little, as speech does.
+    assert first[0] != first[1]
+
+
+@real
 def test_whisper_transcribes_piper_speech_of_known_sentences(stt, tts):
-    # Piper draws fresh noise for every synthesis, so no two renderings are the same: over 30
+    # Piper draws fresh noise for every synthesis, so each rendering differs: over 30
     # renderings of the first sentence Whisper heard it exactly 27 times, and 3 times with one
     # to three words wrong ("Place your mind me"). The others were heard exactly every time.
     # Judged together, garbled speech fails and one unlucky rendering does not.

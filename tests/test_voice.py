@@ -393,3 +393,30 @@ def test_a_speaker_that_hangs_is_reported_and_parley_listens_again(monkeypatch):
     assert errors and "speaker stopped playing" in errors[0]
     assert [m.content for m in conversation.history.messages] == [
         "hi", "Hello there.", "again", "Second answer."]
+
+
+def test_closing_waits_for_the_model_step_in_progress():
+    """Leaving while the model is mid-step on the worker crashed the interpreter at exit:
+    close() waits for the step, and says when it is still waiting."""
+    import threading
+
+    class SlowPrefill(ScriptedChatModel):
+        def __init__(self):
+            super().__init__()
+            self.started, self.release = threading.Event(), threading.Event()
+            self.finished = False
+
+        def prefill(self, messages, tools):
+            self.started.set()
+            self.release.wait(10)  # a prompt evaluation that cannot be interrupted
+            self.finished = True
+            return 0
+
+    model = SlowPrefill()
+    loop, *_ = make_loop(model)
+    assert model.started.wait(5)
+    assert loop.close(timeout=0.2) is False  # still in the model's step
+    assert not model.finished
+    threading.Timer(0.3, model.release.set).start()
+    assert loop.close() is True
+    assert model.finished
