@@ -1,0 +1,48 @@
+"""The conversation_history tool: the model looks back through this conversation."""
+
+from __future__ import annotations
+
+from assistant.tools import Tool
+from memory.search import HistorySearch
+from models.base import ToolSpec
+
+NAME = "conversation_history"
+STRATEGY = (
+    "When the user refers to something earlier in the conversation that is not shown, "
+    "use conversation_history (not a guess), and say what was found, quoting it briefly."
+)
+SPEC = ToolSpec(
+    NAME,
+    "Search or read the earlier messages of this conversation. "
+    'Give {"query": "words to look for"} to search, or {"message": N} to read message '
+    'number N exactly (add "offset": K to read on from character K).',
+    {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to look for."},
+            "message": {"type": "integer", "description": "A message number to read."},
+            "offset": {"type": "integer", "description": "Character offset to read from."},
+        },
+        "additionalProperties": False,
+    },
+)
+
+
+def label(arguments: dict) -> str:
+    if "query" in arguments:
+        return f"Searching earlier in this conversation for “{arguments['query']}”"
+    return f"Reading message #{arguments.get('message')} from earlier in this conversation"
+
+
+def history_tool(search: HistorySearch) -> Tool:
+    """The tool over exactly the messages `search` was built from (one reply's)."""
+
+    def run(arguments: dict) -> str:
+        if isinstance(arguments.get("message"), int):
+            return search.read(arguments["message"], int(arguments.get("offset") or 0))
+        query = str(arguments.get("query") or "").strip()
+        if not query:
+            return ('Error: give {"query": "words to look for"} or {"message": N}.')
+        return search.search(query)
+
+    return Tool(SPEC, run, label)

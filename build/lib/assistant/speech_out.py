@@ -1,0 +1,145 @@
+"""Speaking one reply: sentences in as they are generated, audio out as each is synthesized."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from assistant.errors import AssistantError
+from models.base import CancelToken
+from models.speech import TextToSpeech
+
+_END = object()
+STALL_MARGIN_S = 5.0
+"""How much longer than the reply's audio playback may take before the speaker counts as hung."""
+
+
+class SpeakerStalled(AssistantError):
+    stage = "tts"
+
+
+@dataclass
+class SpokenSentence:
+    text: str
+    seconds: float
+
+
+class SpokenReply:
+    """Synthesizes and plays one reply's sentences on its own worker, in order.
+
+    The first sentence is spoken as soon as it is complete, while the model is still
+    writing the next ones. `stop()` drops what is queued and stops the output mid-sentence.
+    """
+
+    def __init__(
+        self,
+        tts: TextToSpeech,
+        output,
+        cancel: CancelToken,
+        on_sentence: Callable[[SpokenSentence], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+        on_audio: Callable[[np.ndarray], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.tts = tts
+        self.output = output
+        self.cancel = cancel
+        self.on_sentence = on_sentence or (lambda sentence: None)
+        self.on_error = on_error or (lambda message: None)
+        self.on_audio = on_audio or (lambda chunk: None)
+        self.clock = clock
+        self.sentences: list[SpokenSentence] = []
+        self.first_audio_at: float | None = None
+        """Clock time at which the first audio was handed to the output."""
+        self.stopped = False
+        self.first_audio = threading.Event()
+        """Set when the first audio is out (or speaking ended without any)."""
+        self._queue: queue.Queue = queue.Queue()
+        output.reset_counter()
+        self._worker = threading.Thread(target=self._run, name="speak", daemon=True)
+        self._worker.start()
+
+    def say(self, sentence: str) -> None:
+        self._queue.put(sentence)
+
+    def close(self) -> None:
+        """No more sentences will come."""
+        self._queue.put(_END)
+
+    def stop(self) -> None:
+        """The user spoke over it: drop the rest and silence the output now."""
+        self.stopped = True
+        self.output.stop()
+
+    def join(self) -> None:
+        """Wait until everything said was played, or the reply was stopped.
+
+        A speaker that stops taking audio (a hung sound server) must not leave Parley deaf
+        for ever: past the reply's length and a margin it is stopped and reported.
+        """
+        self._worker.join()
+        if self.stopped:
+            return
+        left = sum(s.seconds for s in self.sentences) - self.output.played_seconds
+        if not self.output.wait(timeout=max(0.0, left) + STALL_MARGIN_S):
+            self.output.stop()  # not the user's interruption: the reply stands as said
+            raise SpeakerStalled("The speaker stopped playing; check the output device "
+                                 "(`parley devices`).")
+
+    @property
+    def spoken_seconds(self) -> float:
+        return self.output.played_seconds
+
+    def heard_text(self) -> str:
+        """The part of the reply that had played when it stopped (word-accurate estimate)."""
+        left = self.spoken_seconds
+        heard: list[str] = []
+        for sentence in self.sentences:
+            if left >= sentence.seconds - 0.05:
+                heard.append(sentence.text)
+                left -= sentence.seconds
+                continue
+            if left > 0 and sentence.seconds > 0:
+                words = sentence.text.split()
+                count = int(len(words) * left / sentence.seconds)
+                if count:
+                    heard.append(" ".join(words[:count]) + "…")
+            break
+        return " ".join(heard)
+
+    def _run(self) -> None:
+        try:
+            self._speak_all()
+        finally:
+            self.first_audio.set()  # nobody waits for audio that will not come
+
+    def _speak_all(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _END or self.stopped or self.cancel.cancelled:
+                return
+            try:
+                spoken: SpokenSentence | None = None
+                for chunk in self.tts.synthesize(item):
+                    if self.stopped or self.cancel.cancelled:
+                        return
+                    seconds = len(chunk) / self.tts.sample_rate
+                    if self.first_audio_at is None:
+                        self.first_audio_at = self.clock()
+                    self.output.play(chunk, self.tts.sample_rate)
+                    self.first_audio.set()
+                    self.on_audio(chunk)
+                    if spoken is None:  # a sentence may come back in several chunks
+                        spoken = SpokenSentence(item, seconds)
+                        self.sentences.append(spoken)
+                        self.on_sentence(spoken)
+                    else:
+                        spoken.seconds += seconds
+            except Exception as exc:  # speech failed: the text reply still stands
+                self.on_error(f"Speech output failed ({exc}); the reply is shown as text.")
+                return

@@ -1,0 +1,167 @@
+"""The tool registry, Parley's one extension point, and the built-in tools."""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from models.base import ToolSpec
+
+MAX_RESULT_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool: what the model sees (`spec`), how to run it and how to label the step."""
+
+    spec: ToolSpec
+    run: Callable[[dict], str]
+    label: Callable[[dict], str]
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        self._tools[tool.spec.name] = tool
+
+    def with_tool(self, tool: Tool) -> ToolRegistry:
+        """A copy with one more tool (a reply's own conversation_history)."""
+        copy = ToolRegistry(list(self._tools.values()))
+        copy.register(tool)
+        return copy
+
+    def specs(self) -> list[ToolSpec]:
+        return [tool.spec for tool in self._tools.values()]
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def label(self, name: str, arguments: dict) -> str:
+        tool = self._tools.get(name)
+        if tool is None:
+            return f"Calling unknown tool {name!r}"
+        try:
+            return tool.label(arguments)
+        except Exception:  # a label must never break a reply
+            return f"Using {name}"
+
+    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+        """Run a tool; returns (result, is_error). Never raises: errors go to the model."""
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return f"Error: there is no tool named {name!r}. Tools: {known}.", True
+        problem = check_arguments(tool.spec.parameters, arguments)
+        if problem:
+            return f"Error: {problem}", True
+        try:
+            result = tool.run(arguments)
+        except Exception as exc:
+            return f"Error: {name} failed: {exc}", True
+        if len(result) > MAX_RESULT_CHARS:
+            result = result[:MAX_RESULT_CHARS] + "\n[…result cut at 4,000 characters]"
+        return result, False
+
+
+_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+               "object": dict, "array": list}
+
+
+def check_arguments(schema: dict, arguments: dict) -> str | None:
+    """The few JSON-schema rules tools use: required keys and property types."""
+    for key in schema.get("required", []):
+        if key not in arguments:
+            return f"missing argument {key!r}"
+    properties = schema.get("properties", {})
+    for key, value in arguments.items():
+        if key not in properties:
+            if schema.get("additionalProperties", True) is False:
+                return f"unknown argument {key!r}"
+            continue
+        expected = _JSON_TYPES.get(properties[key].get("type", ""))
+        if expected and (not isinstance(value, expected) or
+                         (isinstance(value, bool) and expected is not bool)):
+            return f"argument {key!r} must be of type {properties[key]['type']}"
+    return None
+
+
+def _clock(_: dict) -> str:
+    now = datetime.now().astimezone()
+    return (f"{now:%A, %d %B %Y}, {now:%H:%M:%S}, time zone {now.tzname()} "
+            f"(UTC{now:%z})")
+
+
+_OPERATORS: dict[type, Callable] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos,
+}
+_FUNCTIONS: dict[str, Callable] = {
+    "sqrt": math.sqrt, "abs": abs, "round": round, "sin": math.sin, "cos": math.cos,
+    "tan": math.tan, "log": math.log, "log10": math.log10, "exp": math.exp,
+}
+_CONSTANTS = {"pi": math.pi, "e": math.e}
+
+
+def evaluate(expression: str) -> float | int:
+    """Arithmetic through the `ast` module; anything but numbers and operators is refused."""
+
+    def walk(node: ast.AST) -> float | int:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            left, right = walk(node.left), walk(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > 1000:
+                raise ValueError("exponent too large")
+            return _OPERATORS[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
+            return _OPERATORS[type(node.op)](walk(node.operand))
+        if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+            return _CONSTANTS[node.id]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in _FUNCTIONS and not node.keywords):
+            return _FUNCTIONS[node.func.id](*[walk(arg) for arg in node.args])
+        raise ValueError(f"unsupported expression: {ast.dump(node)[:60]}")
+
+    text = expression.replace("^", "**").replace("×", "*").replace("÷", "/")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"cannot read {expression!r} as arithmetic") from exc
+    return walk(tree)
+
+
+def _calculate(arguments: dict) -> str:
+    value = evaluate(arguments["expression"])
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{arguments['expression']} = {value}"
+
+
+CLOCK = Tool(
+    ToolSpec("clock", "The current date, time, weekday and time zone.",
+             {"type": "object", "properties": {}}),
+    _clock,
+    lambda _: "Checking the clock",
+)
+CALCULATOR = Tool(
+    ToolSpec("calculator", "Evaluate arithmetic, e.g. (17 * 3) / 4 or sqrt(2).",
+             {"type": "object", "properties": {"expression": {"type": "string"}},
+              "required": ["expression"]}),
+    _calculate,
+    lambda args: f"Calculating {args.get('expression', '')}",
+)
+
+
+def builtin_tools() -> ToolRegistry:
+    return ToolRegistry([CLOCK, CALCULATOR])

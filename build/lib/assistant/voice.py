@@ -1,0 +1,451 @@
+"""The voice loop: heard utterances and typed lines in, spoken replies out.
+
+Live voice and headless replay both drive a `VoiceLoop`: they differ only in where the
+audio comes from (a microphone, or a file fed at real-time pace) and where it goes (a
+speaker, or memory). Threads stay at the edges: the caller's thread feeds audio through
+the segmenter; speech-to-text has one worker; replies run one at a time on another, so
+listening goes on while Parley thinks and speaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from assistant.conversation import Conversation
+from assistant.errors import AssistantError
+from assistant.events import (
+    Error,
+    Event,
+    Heard,
+    Interrupted,
+    ReplyDone,
+    Spoken,
+    Status,
+    TextDelta,
+)
+from assistant.sentences import SentenceSplitter
+from assistant.speech_out import SpokenReply
+from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
+from models.base import CancelToken
+from models.speech import SpeechToText, TextToSpeech, Transcript
+
+FIRST_AUDIO_WAIT_S = 3.0
+"""At most this long the model waits for the first sentence's audio."""
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """How the loop listens and talks."""
+
+    push_to_talk: bool = False
+    """Listen only between Enter presses (or until the end-of-speech silence)."""
+    barge_in: bool = False
+    """Keep listening while speaking; the user's speech stops playback and the reply.
+    Off by default: without a headset or echo canceller Parley would hear itself."""
+    echo_tail_ms: int = 300
+    """After playback ends the microphone is ignored this much longer (room echo)."""
+    speculative_stt: bool = True
+    """Start transcribing at the first pause, during the end-of-speech wait."""
+    first_clause_words: int = 4
+    """Speak the first clause (at a comma) once it has this many words; 0 waits for the
+    whole first sentence."""
+    prefill: bool = True
+    """Between turns, process the next prompt's beginning so a reply starts sooner."""
+    first_audio_first: bool = True
+    """Pause the model while the first sentence is synthesized: on a small machine the two
+    compete for the same cores, and the user waits for that first audio."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.echo_tail_ms <= 5000:
+            raise ValueError("echo_tail_ms must be between 0 and 5000")
+
+
+@dataclass
+class TurnRecord:
+    """One thing heard or typed, what was answered, and when each step happened."""
+
+    source: str
+    """"audio" or "text"."""
+    started: float
+    """Clock time the turn began: the end of speech was detected, or the line was typed."""
+    heard: str = ""
+    reply: str = ""
+    events: list[dict] = field(default_factory=list)
+    interrupted: bool = False
+    spoken_seconds: float = 0.0
+    timings: dict[str, float | None] = field(default_factory=dict)
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    audio: list[np.ndarray] = field(default_factory=list, repr=False)
+    """The reply's audio, kept only for `parley replay --audio-out`."""
+
+    def first_audio_seen(self) -> bool:
+        return self.timings.get("first_audio_ms") is not None
+
+
+def event_json(event: Event, ms: float) -> dict:
+    data = {"ms": round(ms, 1), "type": type(event).__name__}
+    data.update(dataclasses.asdict(event))
+    return data
+
+
+class VoiceLoop:
+    def __init__(
+        self,
+        conversation: Conversation,
+        stt: SpeechToText,
+        tts: TextToSpeech,
+        output,
+        segmenter: Segmenter,
+        settings: VoiceSettings | None = None,
+        render: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        keep_audio: bool = False,
+    ) -> None:
+        self.conversation = conversation
+        self.stt = stt
+        self.tts = tts
+        self.output = output
+        self.segmenter = segmenter
+        self.settings = settings or VoiceSettings()
+        self.render = render or (lambda event: None)
+        self.clock = clock
+        self.keep_audio = keep_audio
+        self.records: list[TurnRecord] = []
+        self.prefilled_tokens = 0
+        """Prompt tokens processed between turns, ahead of the replies that use them."""
+        self.listening = not self.settings.push_to_talk
+        self._turns: queue.Queue = queue.Queue()
+        self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
+        self._speculative: tuple[int, Future] | None = None
+        self._speech: SpokenReply | None = None
+        self._cancel: CancelToken | None = None
+        self._quiet_until = 0.0
+        self._lock = threading.Lock()
+        self._audio_lock = threading.Lock()
+        """The segmenter is fed by the microphone's thread and flushed by Enter's."""
+        self._current: TurnRecord | None = None
+        self._interrupted_at = float("-inf")
+        self._closing = False
+        self._worker_done = threading.Event()
+        self._worker = threading.Thread(target=self._work, name="reply", daemon=True)
+        self._worker.start()
+
+    # -- audio in (the caller's thread) -----------------------------------------------
+
+    def feed_audio(self, pcm: np.ndarray) -> None:
+        """Microphone (or file) audio, 16 kHz mono int16, in chunks of any size."""
+        with self._audio_lock:
+            if not self.listening or self._ignoring_microphone():
+                # Speech the user began before Parley started talking is theirs: keep it.
+                begun = self.segmenter.flush() if self.segmenter.in_speech else None
+                self.segmenter.reset()
+                if begun is not None and self.listening:
+                    self._dispatch(begun)
+                self._replace_speculative(None)
+                return
+            seen = self.segmenter.samples_seen
+            events = self.segmenter.feed(pcm)
+        for event in events:
+            if isinstance(event, SpeechStarted):
+                self._maybe_barge_in(event, seen + len(pcm))
+            elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
+                self._replace_speculative(
+                    (event.sample, self._stt.submit(self._transcribe, event.pcm)))
+            elif isinstance(event, Utterance):
+                self._dispatch(event)
+
+    def start_listening(self) -> None:
+        """Push-to-talk: Enter was pressed; listen from now."""
+        with self._audio_lock:
+            self.segmenter.reset()
+            self.listening = True
+        self.render(Status("Listening… (Enter again to stop)"))
+
+    def stop_listening(self) -> None:
+        """Push-to-talk: the second Enter ends the utterance now; end of input in replay."""
+        with self._audio_lock:  # Enter comes from another thread than the microphone
+            utterance = self.segmenter.flush()
+            if self.settings.push_to_talk:
+                self.listening = False
+        if utterance is not None:
+            self._dispatch(utterance)
+
+    # -- text in ------------------------------------------------------------------------
+
+    def submit_text(self, text: str) -> TurnRecord | None:
+        text = text.strip()
+        if not text:
+            return None
+        record = self._record("text")
+        self._turns.put((record, text))
+        return record
+
+    # -- control ------------------------------------------------------------------------
+
+    @property
+    def replying(self) -> bool:
+        """A turn is being transcribed, answered or spoken, or waits to be."""
+        return self._cancel is not None or self._turns.unfinished_tasks > 0
+
+    def interrupt(self) -> None:
+        """Stop the current reply (cancel generation, silence its speech) and drop the turns
+        heard or typed before now that are still waiting or being transcribed."""
+        self._interrupted_at = self.clock()
+        with self._lock:
+            if self._cancel is not None:
+                self._cancel.cancel()
+            if self._speech is not None:
+                self._speech.stop()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every queued turn was answered and spoken."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._turns.all_tasks_done:
+                if not self._turns.unfinished_tasks:
+                    return True
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._turns.all_tasks_done.wait(left if left is not None else 0.5)
+
+    def wait_quiet(self) -> None:
+        """Wait out the echo tail after Parley last spoke (replay's next clip starts then)."""
+        time.sleep(max(0.0, self._quiet_until - self.clock()))
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop the reply in progress and end the worker; False if after `timeout` it is
+        still finishing a step (call again to keep waiting).
+
+        llama.cpp, Whisper and Piper run native code on the worker threads, and none can be
+        stopped mid-step: leaving while one runs crashes the interpreter at exit (a
+        segfault on /quit, seen while a busy machine slowed a prompt evaluation). Each
+        step is bounded, so this waits for it.
+        """
+        if not self._closing:
+            self._closing = True
+            self.interrupt()
+            self._turns.put(None)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # An Event, not Thread.join, so Ctrl-C cannot confuse it (bpo-45274).
+        while not self._worker_done.wait(0.1):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        self._stt.shutdown(wait=True, cancel_futures=True)
+        return True
+
+    # -- inside ---------------------------------------------------------------------------
+
+    def _ignoring_microphone(self) -> bool:
+        """Parley does not listen to itself unless barge-in is on."""
+        if self.settings.barge_in:
+            return False
+        speech = self._speech
+        if self.output.speaking or (speech is not None and speech.first_audio_at is not None):
+            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+            return True
+        return self.clock() < self._quiet_until
+
+    def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
+        speech = self._speech
+        if not self.settings.barge_in or speech is None or speech.first_audio_at is None:
+            return
+        if speech.stopped:
+            return
+        started = self.clock()
+        self.interrupt()
+        record = self._current
+        if record is not None:
+            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / 16000
+            record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
+            record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
+
+    def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
+        transcript = self.stt.transcribe(pcm)
+        return transcript, self.clock()
+
+    def _replace_speculative(self, new: tuple[int, Future] | None) -> None:
+        """A newer pause makes the last speculative transcript useless: drop it if it has
+        not started, so the one that counts does not queue behind it."""
+        old, self._speculative = self._speculative, new
+        if old is not None:
+            old[1].cancel()
+
+    def _dispatch(self, utterance: Utterance) -> None:
+        if self.settings.push_to_talk and not utterance.cut:
+            self.listening = False  # the end-of-speech silence ends a push-to-talk turn
+        speculative, self._speculative = self._speculative, None
+        if speculative is not None and speculative[0] == utterance.speech_end_sample:
+            future = speculative[1]  # no speech since the pause: its transcript stands
+        else:
+            future = self._stt.submit(self._transcribe, utterance.speech_pcm)
+        record = self._record("audio")
+        record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
+        record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+        self._turns.put((record, (future, utterance.cut)))
+
+    def _record(self, source: str) -> TurnRecord:
+        record = TurnRecord(source, self.clock())
+        self.records.append(record)
+        return record
+
+    def _emit(self, record: TurnRecord, event: Event) -> None:
+        record.events.append(event_json(event, (self.clock() - record.started) * 1000))
+        self.render(event)
+
+    def _prepare(self) -> None:
+        """While the user is talking (and nothing is queued), prime the model's cache."""
+        if self.settings.prefill and self._turns.empty():
+            self.prefilled_tokens += self.conversation.prepare_next()
+
+    def _work(self) -> None:
+        try:
+            self._answer_turns()
+        finally:
+            self._worker_done.set()
+
+    def _answer_turns(self) -> None:
+        self._prepare()
+        while True:
+            item = self._turns.get()
+            if item is None:
+                self._turns.task_done()
+                return
+            record, payload = item
+            try:
+                self._turn(record, payload)
+            except Exception as exc:  # one bad turn must not end the session
+                self._emit(record, Error("voice", f"That turn failed ({exc}); the "
+                                                  "conversation is kept, try again."))
+            finally:
+                record.finished.set()
+                try:
+                    self._prepare()
+                finally:
+                    self._turns.task_done()
+
+    def _ms_since(self, record: TurnRecord, at: float | None = None) -> float:
+        return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
+
+    def _turn(self, record: TurnRecord, payload) -> None:
+        if record.started < self._interrupted_at:
+            return  # the user stopped Parley after this was said
+        if record.source == "audio":
+            future, cut = payload
+            try:
+                transcript, heard_at = future.result()
+            except Exception as exc:
+                self._emit(record, Error("stt", f"Speech-to-text failed ({exc}); say it "
+                                                "again or type it."))
+                return
+            record.timings["stt_ms"] = self._ms_since(record, heard_at)
+            self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
+                                     transcript.rejected, cut))
+            if not transcript.text or record.started < self._interrupted_at:
+                return
+            text = transcript.text
+        else:
+            text = payload
+        record.heard = text
+        self._reply(record, text)
+
+    def _reply(self, record: TurnRecord, text: str) -> None:
+        cancel = CancelToken()
+        speech = SpokenReply(
+            self.tts, self.output, cancel,
+            on_sentence=lambda sentence: self._spoken(record, sentence, speech),
+            on_error=lambda message: self._emit(record, Error("tts", message)),
+            on_audio=record.audio.append if self.keep_audio else None,
+            clock=self.clock)
+        with self._lock:
+            self._cancel, self._speech, self._current = cancel, speech, record
+
+        # Its own splitter: speech may start at the first clause, before a full sentence.
+        splitter = SentenceSplitter(self.settings.first_clause_words)
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, TextDelta):
+                if "first_token_ms" not in record.timings:
+                    record.timings["first_token_ms"] = self._ms_since(record)
+                for piece in splitter.feed(event.text):
+                    first = "first_sentence_ms" not in record.timings
+                    if first:
+                        record.timings["first_sentence_ms"] = self._ms_since(record)
+                    speech.say(piece)
+                    if first and self.settings.first_audio_first:
+                        speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
+            if not isinstance(event, ReplyDone):
+                self._emit(record, event)
+
+        try:
+            done = self.conversation.reply(text, on_event, cancel)
+            if not cancel.cancelled and done is not None:
+                for piece in splitter.finish():
+                    speech.say(piece)
+            speech.close()
+            try:
+                speech.join()
+            except AssistantError as exc:  # the speaker failed: the reply stands as text
+                self._emit(record, Error("tts", f"{exc} The reply is shown as text."))
+        except BaseException:
+            speech.stop()  # an unexpected failure: say nothing more of this reply
+            raise
+        finally:
+            speech.close()  # the speaking worker must never wait for sentences forever
+            with self._lock:
+                self._cancel, self._speech, self._current = None, None, None
+            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+        record.reply = done.text if done is not None else ""
+        record.spoken_seconds = round(speech.spoken_seconds, 2)
+        record.interrupted = speech.stopped
+        if speech.stopped:  # sentences synthesized ahead but never heard were not spoken
+            record.events = _heard_events(record.events, speech.spoken_seconds)
+        if speech.stopped and record.audio:  # keep only the audio that was actually heard
+            record.audio = _first_samples(record.audio,
+                                          round(speech.spoken_seconds * self.tts.sample_rate))
+        if speech.stopped and done is not None and done.text:
+            heard = speech.heard_text()
+            self.conversation.note_heard(heard)
+            self._emit(record, Interrupted(record.spoken_seconds, heard))
+        if done is not None:
+            self._emit(record, done)
+        first = record.timings.get("first_audio_ms")
+        if first is not None:
+            record.timings["latency_ms"] = round(
+                first + (record.timings.get("end_of_speech_ms") or 0.0), 1)
+
+    def _spoken(self, record: TurnRecord, sentence, speech: SpokenReply) -> None:
+        if "first_audio_ms" not in record.timings:
+            # Set as it happens, so replay can time a barge-in into this reply.
+            record.timings["first_audio_ms"] = self._ms_since(record, speech.first_audio_at)
+        self._emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))
+
+
+def _first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
+    kept: list[np.ndarray] = []
+    for chunk in chunks:
+        if count <= 0:
+            break
+        kept.append(chunk[:count])
+        count -= len(chunk)
+    return kept
+
+
+def _heard_events(events: list[dict], spoken_seconds: float) -> list[dict]:
+    """Drop the `Spoken` events of sentences that had not started playing at the stop."""
+    kept, started = [], 0.0
+    for event in events:
+        if event["type"] == Spoken.__name__:
+            if started >= spoken_seconds:
+                continue
+            started += event["seconds"]
+        kept.append(event)
+    return kept

@@ -1,0 +1,358 @@
+"""Audio out: a sounddevice speaker with one worker thread, and an in-memory stand-in.
+
+Both take one chunk (a sentence) at a time and return at once, can be stopped mid-sentence
+(barge-in), and count how many seconds were actually played, so a reply that was cut off
+can be recorded as only partly heard.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import deque
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+
+import numpy as np
+import soxr
+
+from audio.devices import AudioDeviceError, close_stream, load_sounddevice
+
+
+def as_mono_int16(pcm: np.ndarray) -> np.ndarray:
+    """Int16 mono from int16 or float ([-1, 1]) audio, mono or (frames, channels)."""
+    pcm = np.asarray(pcm)
+    if pcm.ndim == 2:
+        pcm = pcm.mean(axis=1)
+    if pcm.dtype != np.int16:
+        scale = 32767 if pcm.dtype.kind == "f" else 1
+        pcm = np.clip(np.round(pcm * scale), -32768, 32767).astype(np.int16)
+    return pcm
+
+
+class AudioOutput(ABC):
+    """Where spoken replies go: queue chunks, stop mid-sentence, know what was played."""
+
+    @abstractmethod
+    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
+        """Queue one chunk (int16 mono) and return at once."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Drop what is queued and silence what is playing; `played_seconds` is then final."""
+
+    @abstractmethod
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until everything queued was played; False if `timeout` passed first."""
+
+    @property
+    @abstractmethod
+    def speaking(self) -> bool:
+        """True while audio is queued or playing."""
+
+    @property
+    @abstractmethod
+    def played_seconds(self) -> float:
+        """Seconds of audio actually played since the last `reset_counter()`."""
+
+    @abstractmethod
+    def reset_counter(self) -> None:
+        """Start counting `played_seconds` from zero (at the start of a reply)."""
+
+    def close(self) -> None:
+        self.stop()
+
+    def __enter__(self) -> AudioOutput:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Speaker(AudioOutput):
+    """Plays through a sounddevice output stream, written by one worker in small blocks, so
+    `stop()` takes effect within a block (`block_ms`) plus the device buffer (`latency`).
+
+    Errors on the worker (device gone) drop the queued audio and are raised, once, by the
+    next `play()` or `wait()`; the play after that opens the device again.
+    """
+
+    def __init__(
+        self,
+        device: int | None = None,
+        *,
+        block_ms: int = 30,
+        latency: float = 0.1,
+        device_rate: int | None = None,
+    ) -> None:
+        self.device = device
+        self.block_ms = block_ms
+        self.latency = latency
+        """Device buffer in seconds: more survives CPU contention, less stops sooner."""
+        self.device_rate = device_rate
+        """Open the device at this rate; None: each reply's rate if it can, else its own."""
+        self._chunks: deque[tuple[np.ndarray, int]] = deque()
+        self._cond = threading.Condition()
+        self._busy = False
+        """The worker holds a chunk: writing it, or draining the device after it."""
+        self._generation = 0
+        """Bumped by stop(): the worker abandons audio of an older generation."""
+        self._played = 0.0
+        self._error: AudioDeviceError | None = None
+        self._closing = False
+        self._stream: Any = None
+        self._stream_rate = 0
+        self._channels = 1
+        self._buffer_frames = 0
+        self._worker = threading.Thread(target=self._run, name="speaker", daemon=True)
+        self._worker.start()
+
+    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
+        self._raise_error()
+        pcm = as_mono_int16(pcm)
+        with self._cond:
+            if self._closing:
+                raise AudioDeviceError("The speaker was closed.")
+            self._chunks.append((pcm, sample_rate))
+            self._cond.notify_all()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._chunks.clear()
+            self._generation += 1
+            # The worker aborts at its next block; waiting for it makes played_seconds final.
+            self._cond.wait_for(lambda: not self._busy, timeout=1.0)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            done = self._cond.wait_for(lambda: not self._busy and not self._chunks, timeout)
+        self._raise_error()
+        return done
+
+    @property
+    def speaking(self) -> bool:
+        with self._cond:
+            return self._busy or bool(self._chunks)
+
+    @property
+    def played_seconds(self) -> float:
+        with self._cond:
+            return self._played
+
+    def reset_counter(self) -> None:
+        with self._cond:
+            self._played = 0.0
+
+    def close(self) -> None:
+        self.stop()
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._worker.join(timeout=2)
+
+    def _raise_error(self) -> None:
+        with self._cond:
+            error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._chunks or self._closing)
+                if not self._chunks:  # closing, and nothing left
+                    break
+                pcm, rate = self._chunks.popleft()
+                self._busy, generation = True, self._generation
+            try:
+                self._play_chunk(pcm, rate, generation)
+            except Exception as exc:  # keep the worker alive: the next play() retries
+                self._fail(exc)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+        self._close_stream()
+
+    def _play_chunk(self, pcm: np.ndarray, rate: int, generation: int) -> None:
+        stream = self._open(rate)
+        if rate != self._stream_rate:
+            pcm = soxr.resample(pcm, rate, self._stream_rate)
+        if not stream.active:  # stopped after the previous reply drained, or aborted
+            stream.start()
+            # Empty now: the device buffer holds this much (latency plus a period, measured).
+            self._buffer_frames = stream.write_available
+        step = self._stream_rate * self.block_ms // 1000
+        for start in range(0, len(pcm), step):
+            if self._generation != generation:
+                break
+            block = pcm[start : start + step]
+            stream.write(np.repeat(block, self._channels) if self._channels > 1 else block)
+            with self._cond:
+                self._played += len(block) / self._stream_rate
+        with self._cond:
+            stopped, more = self._generation != generation, bool(self._chunks)
+        if stopped:
+            unheard = max(0, self._buffer_frames - stream.write_available)
+            stream.abort()  # drops what the device still buffers: it was never heard
+            with self._cond:
+                self._played = max(0.0, self._played - unheard / self._stream_rate)
+        elif not more:
+            # Stopping drops what the device still buffers (PortAudio's ALSA/PulseAudio path
+            # does not drain), so push the end out with a buffer of silence first: wait()
+            # then returns once the last real block was heard.
+            stream.write(np.zeros(self._buffer_frames * self._channels, dtype=np.int16))
+            stream.stop()
+
+    def _open(self, rate: int) -> Any:
+        """The output stream, opened on first use (and again after an error)."""
+        if self._stream is not None:
+            return self._stream
+        sd = load_sounddevice()
+        error: Exception | None = None
+        try:
+            info = sd.query_devices(self.device, "output")
+        except (sd.PortAudioError, ValueError) as exc:  # no default output, or a bad index
+            raise AudioDeviceError(f"No usable speaker ({exc}). Pick one with --output-device "
+                                   "(`parley devices` lists them).") from exc
+        rates = [self.device_rate] if self.device_rate else [
+            rate, int(info["default_samplerate"])]
+        for channels in (1, 2):
+            for candidate in rates:
+                try:
+                    sd.check_output_settings(self.device, channels=channels, dtype="int16",
+                                             samplerate=candidate)
+                    self._stream = sd.RawOutputStream(
+                        device=self.device, samplerate=candidate, channels=channels,
+                        dtype="int16", latency=self.latency,
+                    )
+                except (sd.PortAudioError, ValueError) as exc:
+                    error = exc
+                    continue
+                self._stream_rate, self._channels = candidate, channels
+                return self._stream
+        raise AudioDeviceError(
+            f"Cannot open the speaker {info['name']!r} in 16-bit mono or stereo at "
+            f"{' or '.join(map(str, rates))} Hz ({error}). Check that it is plugged in and the "
+            "sound server runs, or pick another with --output-device (`parley devices`)."
+        )
+
+    def _fail(self, exc: Exception) -> None:
+        self._close_stream()
+        error = exc if isinstance(exc, AudioDeviceError) else AudioDeviceError(
+            f"Playback failed ({exc}); the reply is still shown as text. Check the output "
+            "device (`parley devices`)."
+        )
+        with self._cond:
+            self._chunks.clear()
+            self._error = error
+
+    def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            close_stream(stream)
+
+
+class Clock(Protocol):
+    """What MemorySpeaker needs of time; the `time` module is one."""
+
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float, /) -> None: ...
+
+
+@dataclass
+class _Scheduled:
+    pcm: np.ndarray
+    rate: int
+    start: float
+    """Clock time at which this chunk starts (or started) playing."""
+
+    @property
+    def seconds(self) -> float:
+        return len(self.pcm) / self.rate
+
+    def played(self, now: float) -> float:
+        return min(self.seconds, max(0.0, now - self.start))
+
+
+class MemorySpeaker(AudioOutput):
+    """Plays into memory, for headless replay and tests.
+
+    `realtime=True`: chunks play back to back at real-time pace on `clock`, so `stop()`
+    mid-sentence keeps only what had played. No thread is needed: the playhead is computed
+    from the clock, which makes it exact with a fake clock. `realtime=False`: each chunk
+    counts as played the moment it is queued.
+    """
+
+    def __init__(self, realtime: bool = False, clock: Clock = time) -> None:
+        self.realtime = realtime
+        self.clock = clock
+        self._items: list[_Scheduled] = []
+        self._end = float("-inf")
+        """Clock time at which everything queued has played."""
+        self._counted = 0.0
+        """Seconds played before the last reset_counter()."""
+        self._lock = threading.Lock()
+
+    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
+        pcm = as_mono_int16(pcm)
+        now = self.clock.monotonic()
+        with self._lock:
+            start = max(now, self._end) if self.realtime else now - len(pcm) / sample_rate
+            item = _Scheduled(pcm, sample_rate, start)
+            self._items.append(item)
+            self._end = max(self._end, start + item.seconds)
+
+    def stop(self) -> None:
+        now = self.clock.monotonic()
+        with self._lock:
+            self._items = [item for item in self._items if item.played(now) > 0]
+            for item in self._items:
+                item.pcm = item.pcm[: round(item.played(now) * item.rate)]
+            self._end = min(self._end, now)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        waited = 0.0
+        while True:
+            with self._lock:
+                remaining = self._end - self.clock.monotonic()
+            if remaining <= 0:
+                return True
+            if timeout is not None and waited >= timeout:
+                return False
+            # Short sleeps, so a stop() from another thread ends the wait promptly.
+            step = min(remaining, 0.02, *(() if timeout is None else (timeout - waited,)))
+            self.clock.sleep(step)
+            waited += step
+
+    @property
+    def speaking(self) -> bool:
+        with self._lock:
+            return self.clock.monotonic() < self._end
+
+    @property
+    def played_seconds(self) -> float:
+        return self._played_total(self.clock.monotonic()) - self._counted
+
+    def reset_counter(self) -> None:
+        self._counted = self._played_total(self.clock.monotonic())
+
+    def _played_total(self, now: float) -> float:
+        with self._lock:
+            return sum(item.played(now) for item in self._items)
+
+    @property
+    def chunks(self) -> list[tuple[np.ndarray, int]]:
+        """(pcm, rate) of what has been played so far; a chunk still playing is cut at now."""
+        now = self.clock.monotonic()
+        with self._lock:
+            return [(item.pcm[: round(item.played(now) * item.rate)], item.rate)
+                    for item in self._items if item.played(now) > 0]

@@ -1,0 +1,375 @@
+"""Cuts a stream of 16-bit mono PCM into utterances.
+
+A pure state machine over fixed 10/20/30 ms frames and one speech/non-speech decision per
+frame (Home Assistant's `VoiceCommandSegmenter` is the model). Time is counted in samples,
+never read from a clock, so the same audio gives the same events however it is chunked
+and however fast it arrives: a replayed WAV segments exactly like the live microphone did.
+
+Every duration is handled in whole frames: pre-roll, end silence, minimum speech and the
+start hysteresis are rounded up to whole frames, the maximum utterance length down, so an
+utterance never exceeds `max_utterance_s`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from audio.vad import VAD_FRAME_MS, VAD_SAMPLE_RATES
+
+
+@dataclass(frozen=True)
+class SegmenterSettings:
+    sample_rate: int = 16000
+    """Samples per second of the PCM fed in."""
+
+    frame_ms: int = 30
+    """Length of one VAD decision: 10, 20 or 30 ms."""
+
+    aggressiveness: int = 2
+    """webrtcvad aggressiveness, 0 (keeps most) to 3 (filters most non-speech)."""
+
+    pre_roll_ms: int = 300
+    """Audio kept from before speech was detected, so the first syllable is not clipped."""
+
+    end_silence_ms: int = 700
+    """Silence after speech that ends an utterance."""
+
+    min_speech_ms: int = 250
+    """Utterances with less speech than this are dropped as noise (clicks, coughs)."""
+
+    max_utterance_s: float = 20.0
+    """Longer utterances are cut here; the rest continues as a new utterance."""
+
+    # Start hysteresis: one misjudged frame (a click, a key press) must not start speech,
+    # so speech starts only once speech frames total `start_speech_ms` within the last
+    # `start_window_ms`: 2 of the last 4 frames at 30 ms. A voiced syllable lasts 100-300
+    # ms, so real speech passes within 60-120 ms; what came before is kept by the pre-roll.
+    start_speech_ms: int = 60
+    """Speech, within the start window, needed to start an utterance."""
+
+    start_window_ms: int = 120
+    """Window in which `start_speech_ms` of speech must fall."""
+
+    def __post_init__(self) -> None:
+        if self.sample_rate not in VAD_SAMPLE_RATES:
+            raise ValueError(
+                f"sample_rate must be 8000, 16000, 32000 or 48000 Hz (webrtcvad's rates), "
+                f"got {self.sample_rate}"
+            )
+        if self.frame_ms not in VAD_FRAME_MS:
+            raise ValueError(f"frame_ms must be 10, 20 or 30 (webrtcvad), got {self.frame_ms}")
+        if isinstance(self.aggressiveness, bool) or self.aggressiveness not in (0, 1, 2, 3):
+            raise ValueError(f"aggressiveness must be 0, 1, 2 or 3, got {self.aggressiveness!r}")
+        for name in ("pre_roll_ms", "min_speech_ms", "start_speech_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+        for name in ("end_silence_ms", "start_window_ms", "max_utterance_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be more than 0, got {getattr(self, name)}")
+        if self.start_speech_ms > self.start_window_ms:
+            raise ValueError(
+                f"start_speech_ms ({self.start_speech_ms}) cannot exceed "
+                f"start_window_ms ({self.start_window_ms})"
+            )
+        # An ordinary utterance (pre-roll, detection, minimum speech, end silence) must fit
+        # below the maximum, or every utterance would be cut.
+        needed = self.frames(self.pre_roll_ms) + self.frames(self.start_window_ms)
+        needed += self.frames(self.min_speech_ms) + self.frames(self.end_silence_ms)
+        if self.max_frames < needed:
+            raise ValueError(
+                f"max_utterance_s ({self.max_utterance_s}) must leave room for pre_roll_ms, "
+                f"start_window_ms, min_speech_ms and end_silence_ms: at least "
+                f"{needed * self.frame_ms / 1000:g} s with these settings"
+            )
+
+    @property
+    def frame_samples(self) -> int:
+        return self.sample_rate * self.frame_ms // 1000
+
+    @property
+    def max_frames(self) -> int:
+        return math.floor(self.max_utterance_s * 1000 / self.frame_ms)
+
+    def frames(self, ms: float) -> int:
+        """Whole frames covering `ms` (rounded up)."""
+        return math.ceil(ms / self.frame_ms)
+
+
+@dataclass(frozen=True, eq=False)
+class SpeechStarted:
+    sample: int
+    """Where the first speech frame of the detection began (pre-roll not included)."""
+
+    sample_rate: int = 16000
+
+    @property
+    def ms(self) -> float:
+        return self.sample * 1000 / self.sample_rate
+
+
+@dataclass(frozen=True, eq=False)
+class SpeechPaused:
+    """The user stopped talking, for now: transcribe `pcm` speculatively.
+
+    If no speech follows, the `Utterance` comes with `speech_end_sample == sample` and its
+    `speech_pcm` equals `pcm`, so a transcript of `pcm` can be reused as is.
+    """
+
+    pcm: np.ndarray
+    """Utterance so far (int16, read-only), from its start to where speech stopped."""
+
+    sample: int
+    """Where the last speech frame ended."""
+
+    sample_rate: int = 16000
+
+    @property
+    def ms(self) -> float:
+        return self.sample * 1000 / self.sample_rate
+
+
+@dataclass(frozen=True, eq=False)
+class Utterance:
+    pcm: np.ndarray
+    """int16 mono, read-only: pre-roll, speech, and the end silence up to `end_sample`."""
+
+    start_sample: int
+    """Where `pcm` begins (pre-roll included)."""
+
+    end_sample: int
+    """Where `pcm` ends: when the segmenter decided (speech end + end silence, or a cut)."""
+
+    speech_end_sample: int
+    """Where the last speech frame ended: when the user stopped talking."""
+
+    cut: bool
+    """Cut at `max_utterance_s`; what followed continues as the next utterance."""
+
+    sample_rate: int = 16000
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.pcm) / self.sample_rate
+
+    @property
+    def start_ms(self) -> float:
+        return self.start_sample * 1000 / self.sample_rate
+
+    @property
+    def speech_end_ms(self) -> float:
+        return self.speech_end_sample * 1000 / self.sample_rate
+
+    @property
+    def end_ms(self) -> float:
+        return self.end_sample * 1000 / self.sample_rate
+
+    @property
+    def speech_pcm(self) -> np.ndarray:
+        """`pcm` without the end silence: what to transcribe (equal to SpeechPaused.pcm)."""
+        return self.pcm[: max(0, self.speech_end_sample - self.start_sample)]
+
+
+Event = SpeechStarted | SpeechPaused | Utterance
+
+
+class Segmenter:
+    """Feed PCM chunks of any length; get SpeechStarted, SpeechPaused and Utterance events.
+
+    After SpeechStarted an Utterance may never come: a burst with less than
+    `min_speech_ms` of speech is dropped (then `in_speech` turns False).
+    """
+
+    def __init__(
+        self,
+        settings: SegmenterSettings = SegmenterSettings(),
+        is_speech: Callable[[bytes], bool] | None = None,
+    ) -> None:
+        self.settings = s = settings
+        if is_speech is None:
+            from audio.vad import WebRtcVad  # lazy: webrtcvad is only needed for real audio
+
+            is_speech = WebRtcVad(s.aggressiveness, s.sample_rate).is_speech
+        self._is_speech = is_speech
+        self._n = s.frame_samples
+        self._pre_roll = s.frames(s.pre_roll_ms)
+        self._end_silence = s.frames(s.end_silence_ms)
+        self._min_speech = s.frames(s.min_speech_ms)
+        self._window = max(1, s.frames(s.start_window_ms))
+        self._start_speech = max(1, s.frames(s.start_speech_ms))
+        self._max = s.max_frames
+        self._seen = 0
+        self.reset()
+
+    # -- public ---------------------------------------------------------------------------
+
+    @property
+    def in_speech(self) -> bool:
+        return self._start is not None
+
+    @property
+    def samples_seen(self) -> int:
+        """Samples fed since construction; `reset()` does not rewind this clock."""
+        return self._seen
+
+    def feed(self, pcm: np.ndarray) -> list[Event]:
+        pcm = _mono_int16(pcm)
+        self._seen += len(pcm)
+        data = np.concatenate((self._pending, pcm))  # a copy: callers may reuse their buffer
+        whole = len(data) - len(data) % self._n
+        events: list[Event] = []
+        for i in range(0, whole, self._n):
+            self._step(data[i : i + self._n], events)
+        self._pending = data[whole:].copy()
+        return events
+
+    def flush(self) -> Utterance | None:
+        """End the current utterance now (end of input, push-to-talk); None if too short."""
+        utterance = None
+        if self._start is not None and self._enough_speech():
+            self._frames.append(self._pending)  # the unfinished frame is heard audio too
+            utterance = self._utterance(self._seen, cut=False)
+        self.reset()
+        return utterance
+
+    def reset(self) -> None:
+        """Forget all audio and any utterance in progress (e.g. while Parley speaks)."""
+        self._pending = np.zeros(0, dtype=np.int16)
+        self._clock = self._seen  # start of the next frame
+        # Idle: recent (start, frame, is_speech) kept for pre-roll and the start window.
+        self._recent: deque[tuple[int, np.ndarray, bool]] = deque(
+            maxlen=self._pre_roll + self._window
+        )
+        # In speech: the utterance's frames from `_start` on.
+        self._start: int | None = None
+        self._frames: list[np.ndarray] = []
+        self._speech = 0  # speech frames in this utterance
+        self._speech_end = 0
+        self._silence = 0  # silent frames since the last speech frame
+        self._continued = False  # follows a cut, so any speech at all is enough
+
+    # -- state machine --------------------------------------------------------------------
+
+    def _step(self, frame: np.ndarray, events: list[Event]) -> None:
+        start, end = self._clock, self._clock + self._n
+        self._clock = end
+        speech = bool(self._is_speech(frame.tobytes()))
+        if self._start is None:
+            self._recent.append((start, frame, speech))
+            if speech:
+                self._maybe_start(events)
+            return
+
+        self._frames.append(frame)
+        if speech:
+            self._speech += 1
+            self._speech_end = end
+            self._silence = 0
+        else:
+            self._silence += 1
+            if self._silence == 1 and self._enough_speech():
+                pcm = _read_only(np.concatenate(self._frames))
+                self._frames = [pcm]  # keeps later concatenations cheap
+                speech_pcm = pcm[: self._speech_end - self._start]
+                events.append(SpeechPaused(speech_pcm, self._speech_end, self.settings.sample_rate))
+            if self._silence >= self._end_silence:
+                if self._enough_speech():
+                    events.append(self._utterance(end, cut=False))
+                    self._go_idle()
+                else:
+                    self._drop()
+                return
+        if (end - self._start) // self._n >= self._max:  # utterances start on a frame
+            self._cut(end, events)
+
+    def _maybe_start(self, events: list[Event]) -> None:
+        window = list(self._recent)[-self._window :]
+        voiced = [i for i, (_, _, speech) in enumerate(window) if speech]
+        if len(voiced) < self._start_speech:
+            return
+        first = len(self._recent) - len(window) + voiced[0]  # index in _recent
+        begin = max(0, first - self._pre_roll)
+        frames = list(self._recent)[begin:]
+        self._start = frames[0][0]
+        self._frames = [f for _, f, _ in frames]
+        self._speech = len(voiced)
+        self._speech_end = self._clock
+        self._silence = 0
+        self._recent.clear()
+        events.append(SpeechStarted(window[voiced[0]][0], self.settings.sample_rate))
+
+    def _cut(self, end: int, events: list[Event]) -> None:
+        """At the maximum length: return what we have, continue with what follows."""
+        if self._enough_speech():
+            events.append(self._utterance(end, cut=True))
+            silence = self._silence
+            self._go_idle()
+            # The rest of the speech is a new utterance right away, with no pre-roll
+            # (that audio is in the part just returned) and no minimum speech (a last
+            # word must not be lost). If only silence follows, it ends without an event.
+            self._start = end
+            self._silence = silence
+            self._continued = True
+            events.append(SpeechStarted(end, self.settings.sample_rate))
+        else:  # 20 s with too little speech is noise, not a cut utterance
+            self._drop()
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _enough_speech(self) -> bool:
+        return self._speech >= (1 if self._continued else max(1, self._min_speech))
+
+    def _utterance(self, end: int, cut: bool) -> Utterance:
+        pcm = _read_only(np.concatenate(self._frames))
+        return Utterance(
+            pcm=pcm,
+            start_sample=self._start,
+            end_sample=end,
+            speech_end_sample=min(self._speech_end, end),
+            cut=cut,
+            sample_rate=self.settings.sample_rate,
+        )
+
+    def _drop(self) -> None:
+        """Too little speech: forget it, but keep its tail as pre-roll for what follows.
+
+        (A fresh webrtcvad calls its first few frames of room noise speech; without
+        this, that dropped burst would shorten the pre-roll of the first real utterance.)
+        """
+        audio = np.concatenate(self._frames)
+        keep = min(len(audio) // self._n, self._pre_roll + self._window)
+        start = self._clock - keep * self._n
+        self._go_idle()
+        for i in range(keep):
+            # Marked non-speech: dropped noise must not help start the next utterance.
+            frame = audio[len(audio) - (keep - i) * self._n :][: self._n]
+            self._recent.append((start + i * self._n, frame, False))
+
+    def _go_idle(self) -> None:
+        # Pre-roll restarts empty: the audio before now belongs to the utterance just
+        # returned, and must not be heard twice.
+        self._recent.clear()
+        self._start = None
+        self._frames = []
+        self._speech = self._speech_end = self._silence = 0
+        self._continued = False
+
+
+def _mono_int16(pcm: np.ndarray) -> np.ndarray:
+    pcm = np.asarray(pcm)
+    if pcm.ndim == 2 and pcm.shape[1] == 1:  # sounddevice's (frames, channels) blocks
+        pcm = pcm[:, 0]
+    if pcm.ndim != 1:
+        raise ValueError(f"the segmenter takes mono PCM, got an array of shape {pcm.shape}")
+    if pcm.dtype != np.int16:
+        raise TypeError(f"the segmenter takes int16 PCM, got {pcm.dtype}; see audio.files.to_int16")
+    return pcm
+
+
+def _read_only(pcm: np.ndarray) -> np.ndarray:
+    pcm.flags.writeable = False
+    return pcm

@@ -1,0 +1,98 @@
+"""The conversation: numbered messages grouped into exchanges, kept in memory only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+ROLES = ("user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One numbered message of a conversation."""
+
+    seq: int
+    """Position in the conversation, 1 for the first message said."""
+    role: str
+    """"user", "assistant" or "tool" (a tool result)."""
+    content: str
+    tool: str | None = None
+    """For a tool result: the tool's name."""
+    query: str | None = None
+    """For a tool result: what the tool was asked, as one line."""
+    arguments: dict | None = field(default=None, compare=False)
+    """For a tool result: the call's arguments, replayed to the model."""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"unknown role {self.role!r}; expected one of {ROLES}")
+        if self.seq < 1:
+            raise ValueError("message numbers start at 1")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A user message and everything said in reply to it, up to the next user message."""
+
+    messages: tuple[Message, ...]
+
+    @property
+    def first_seq(self) -> int:
+        return self.messages[0].seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.messages[-1].seq
+
+
+def group_exchanges(messages: Iterable[Message]) -> list[Exchange]:
+    """Split messages into exchanges; each starts at a user message."""
+    groups: list[list[Message]] = []
+    for message in messages:
+        if message.role == "user" or not groups:
+            groups.append([message])
+        else:
+            groups[-1].append(message)
+    return [Exchange(tuple(group)) for group in groups]
+
+
+class History:
+    """The numbered messages of one conversation, in the order they were said."""
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self._messages: list[Message] = list(messages)
+
+    def add(self, role: str, content: str, **extra: object) -> Message:
+        seq = self._messages[-1].seq + 1 if self._messages else 1
+        message = Message(seq, role, content, **extra)  # type: ignore[arg-type]
+        self._messages.append(message)
+        return message
+
+    def clear(self) -> None:
+        self._messages.clear()
+
+    def remove_from(self, seq: int) -> None:
+        """Forget messages numbered `seq` and later (a reply that was cancelled)."""
+        self._messages = [m for m in self._messages if m.seq < seq]
+
+    def replace_content(self, seq: int, content: str) -> None:
+        """Rewrite one message's text (a spoken reply the user cut short)."""
+        self._messages = [Message(m.seq, m.role, content, m.tool, m.query, m.arguments)
+                          if m.seq == seq else m for m in self._messages]
+
+    def keep_last(self, count: int) -> None:
+        """Keep only the newest `count` messages; numbers stay as they were said."""
+        if len(self._messages) > count:
+            self._messages = self._messages[-count:]
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(self._messages)
+
+    @property
+    def next_seq(self) -> int:
+        return self._messages[-1].seq + 1 if self._messages else 1
+
+    def __len__(self) -> int:
+        return len(self._messages)

@@ -1,0 +1,262 @@
+"""The local chat model: a GGUF through llama-cpp-python, with its own tokenizer and template."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from models.base import (
+    CancelToken,
+    ChatModel,
+    Chunk,
+    PromptMessage,
+    TextChunk,
+    ToolSpec,
+    UsageChunk,
+)
+from models.toolcalls import ToolCallScanner, describe_tools, render_call
+
+# A system message used only to measure what one more message costs, so that
+# templates which add a default system prompt do not skew the count.
+_PROBE = PromptMessage("system", "x")
+
+
+class ModelLoadError(RuntimeError):
+    """The model file is missing or is not a model llama.cpp can load."""
+
+
+class LlamaChatModel(ChatModel):
+    """A GGUF chat model; reuses the previous prompt's common prefix between calls."""
+
+    def __init__(
+        self,
+        path: Path,
+        context_size: int = 8192,
+        threads: int = 2,
+        batch_size: int = 512,
+        batch_threads: int | None = None,
+        seed: int = 7,
+        temperature: float = 0.3,
+    ) -> None:
+        path = Path(path)
+        if not path.is_file():
+            raise ModelLoadError(f"no model file at {path}")
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ModelLoadError(f"llama-cpp-python is not installed ({exc})") from exc
+        _silence_llama_log()
+        failure = None
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = _ignore_llama_teardown(previous_hook)
+        try:
+            self._llm = Llama(
+                str(path),
+                n_ctx=context_size,
+                n_threads=threads,
+                n_threads_batch=batch_threads or threads,
+                n_batch=batch_size,
+                seed=seed,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            failure = str(exc)
+        finally:
+            sys.unraisablehook = previous_hook
+        if failure is not None:
+            raise ModelLoadError(f"{path} is not a GGUF model llama.cpp can load ({failure})")
+        self.name = path.name
+        self.context_size = context_size
+        self._temperature = temperature
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelLoadError(f"{path} has no chat template in its metadata")
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        self._template = env.from_string(template)
+        # Templates that read `tools` render tool descriptions and calls themselves.
+        self.native_tools = "tools" in template
+        self._bos = self._token_text(self._llm.token_bos())
+        self._eos = self._token_text(self._llm.token_eos())
+        self._counts: dict[tuple, int] = {}
+        self._overheads: dict[tuple, int] = {}
+        self._probe_tokens = self._tokens(self._render([_PROBE], (), False))
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llm.detokenize([token]).decode("utf-8", "replace")
+
+    def _as_template_messages(self, messages: Sequence[PromptMessage]) -> list[dict]:
+        out: list[dict] = []
+        for message in messages:
+            if message.role != "tool":
+                out.append({"role": message.role, "content": message.content})
+            elif self.native_tools:
+                call = {"name": message.tool_name, "arguments": message.tool_arguments or {}}
+                out.append({"role": "assistant", "content": "", "tool_calls": [
+                    {"type": "function", "function": call}]})
+                out.append({"role": "tool", "name": message.tool_name, "content": message.content})
+            else:
+                call_text = render_call(message.tool_name or "", message.tool_arguments)
+                out.append({"role": "assistant", "content": call_text})
+                out.append({"role": "user",
+                            "content": f"Result of {message.tool_name}:\n{message.content}"})
+        return out
+
+    def _render(
+        self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec], generation: bool
+    ) -> str:
+        items = self._as_template_messages(messages)
+        extra: dict = {}
+        if tools and self.native_tools:
+            extra["tools"] = [
+                {"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.parameters}} for t in tools]
+        elif tools and items and items[0]["role"] == "system":
+            items[0] = {"role": "system",
+                        "content": items[0]["content"] + "\n\n" + describe_tools(tools)}
+        return self._template.render(
+            messages=items, add_generation_prompt=generation, bos_token=self._bos,
+            eos_token=self._eos, **extra)
+
+    def _tokens(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def count_tokens(self, message: PromptMessage) -> int:
+        key = (message.role, message.content, message.tool_name,
+               json.dumps(message.tool_arguments, sort_keys=True))
+        if key not in self._counts:
+            rendered = self._render([_PROBE, message], (), False)
+            self._counts[key] = max(1, len(self._tokens(rendered)) - len(self._probe_tokens))
+        return self._counts[key]
+
+    def overhead_tokens(self, tools: Sequence[ToolSpec]) -> int:
+        key = tuple(json.dumps([t.name, t.description, t.parameters]) for t in tools)
+        if key not in self._overheads:
+            with_tools = len(self._tokens(self._render([_PROBE], tools, True)))
+            self._overheads[key] = with_tools - len(self._probe_tokens) + 1
+        return self._overheads[key]
+
+    def prompt_tokens(
+        self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]
+    ) -> list[int]:
+        return self._tokens(self._render(messages, tools, True))
+
+    def stream(
+        self,
+        messages: Sequence[PromptMessage],
+        tools: Sequence[ToolSpec],
+        max_tokens: int,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[Chunk]:
+        tokens = self.prompt_tokens(messages, tools)
+        room = self.context_size - len(tokens)
+        if room <= 0:
+            raise ValueError(f"the prompt has {len(tokens)} tokens; the context holds "
+                             f"{self.context_size}")
+        cached = self._cached_prefix(tokens)
+        scanner = ToolCallScanner()
+        completion = 0
+        pieces = self._llm.create_completion(
+            tokens, max_tokens=min(max_tokens, room), temperature=self._temperature,
+            repeat_penalty=1.15, stream=True, stop=[self._eos] if self._eos else None)
+        try:
+            for piece in pieces:
+                completion += 1
+                yield from scanner.feed(piece["choices"][0]["text"])
+                if cancel is not None and cancel.cancelled:
+                    break
+        finally:
+            pieces.close()
+        yield from scanner.finish()
+        yield UsageChunk(len(tokens), len(tokens) - cached, completion)
+
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+        # Rendered without the generation prompt: exactly the beginning the next prompt,
+        # which adds the user's next message, will share.
+        tokens = self._tokens(self._render(messages, tools, False))
+        if not tokens or len(tokens) >= self.context_size:
+            return 0
+        cached = self._cached_prefix(tokens)
+        if cached >= len(tokens) - 1:
+            return 0
+        # One generated token is the cheapest way through llama-cpp-python's public API to
+        # evaluate a prompt; the next call's prefix match simply ignores it.
+        for _ in self._llm.create_completion(tokens, max_tokens=1, temperature=0.0,
+                                             stream=True):
+            pass
+        return len(tokens) - cached
+
+    def _cached_prefix(self, tokens: list[int]) -> int:
+        previous = self._llm._input_ids[: self._llm.n_tokens]
+        same = 0
+        for a, b in zip(previous, tokens, strict=False):
+            if a != b:
+                break
+            same += 1
+        # llama.cpp always evaluates the last prompt token again.
+        return min(same, len(tokens) - 1)
+
+
+_LOG_CALLBACK = None
+
+
+def _ignore_llama_teardown(fallback):
+    """A failed load runs llama-cpp-python's __del__ on a half-built model, which raises;
+    that noise would bury the one line that tells the user what to do."""
+
+    def hook(unraisable) -> None:
+        module = getattr(type(unraisable.object), "__module__", "") or ""
+        owner = getattr(unraisable.object, "__module__", "") or ""
+        if not (module.startswith("llama_cpp") or owner.startswith("llama_cpp")):
+            fallback(unraisable)
+
+    return hook
+
+
+def _silence_llama_log() -> None:
+    """llama.cpp logs to stderr even when not verbose; Parley's terminal is the user's."""
+    global _LOG_CALLBACK
+    if _LOG_CALLBACK is None:
+        import ctypes
+
+        import llama_cpp
+
+        @llama_cpp.llama_log_callback
+        def quiet(level, text, user_data):  # noqa: ARG001 - ctypes signature
+            return None
+
+        _LOG_CALLBACK = quiet
+        llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
+
+
+def default_threads() -> int:
+    """Generation threads: half the cores, at most 4 (1 on a 2-core machine).
+
+    llama.cpp's threads wait for each other at every layer by spinning (OpenMP). With as
+    many threads as cores, anything else running (Whisper, Piper, the sound server, a
+    browser) leaves one of them waiting for a core at every step: on 2 cores SmolLM2 went
+    from 88 to 24 tokens/s beside one busy process with 2 threads, while 1 thread kept 62.
+    """
+    return max(1, min(4, (os.cpu_count() or 1) // 2))
+
+
+def default_batch_threads() -> int:
+    """Prompt-processing threads: every core, at most 4. Large batches do enough work
+    between waits that contention costs little (2 threads: 198 tokens/s alone, 101 beside a
+    busy process, against 109 and 112 with 1)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+__all__ = [
+    "LlamaChatModel",
+    "ModelLoadError",
+    "TextChunk",
+    "default_batch_threads",
+    "default_threads",
+]

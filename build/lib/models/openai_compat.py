@@ -1,0 +1,182 @@
+"""A chat model behind an OpenAI-compatible HTTP server (llama.cpp's server, vLLM, Ollama)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+
+import httpx
+
+from models.base import (
+    CancelToken,
+    ChatModel,
+    Chunk,
+    PromptMessage,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+)
+from models.toolcalls import ToolCallScanner, parse_call
+
+# Without a tokenize endpoint, count a token per 3 characters: English averages about
+# 4 characters a token, so this overestimates and the prompt still fits.
+CHARS_PER_TOKEN_ESTIMATE = 3
+MESSAGE_OVERHEAD = 6
+
+
+class RemoteModelError(RuntimeError):
+    """The server is down, slow, or did not answer like an OpenAI-compatible server."""
+
+
+class OpenAIChatModel(ChatModel):
+    def __init__(self, url: str, model_name: str = "default", api_key: str | None = None,
+                 context_size: int = 8192, timeout: float = 120.0) -> None:
+        self.url = url.rstrip("/")
+        self.name = model_name
+        self.context_size = context_size
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(headers=headers,
+                                    timeout=httpx.Timeout(timeout, connect=5.0))
+        self._timeout = timeout
+        self._tokenizer: str | None = None  # "extras", "llama.cpp", or "estimate"
+        self._counts: dict[str, int] = {}
+
+    # -- token counting ----------------------------------------------------------
+    def _root(self) -> str:
+        return self.url[:-3] if self.url.endswith("/v1") else self.url
+
+    def _count_text(self, text: str) -> int:
+        if text in self._counts:
+            return self._counts[text]
+        count = None
+        if self._tokenizer in (None, "extras"):  # llama-cpp-python's server
+            count = self._try_tokenize(f"{self._root()}/extras/tokenize", {"input": text},
+                                       "extras")
+        if count is None and self._tokenizer in (None, "llama.cpp"):  # llama.cpp's server
+            count = self._try_tokenize(f"{self._root()}/tokenize", {"content": text},
+                                       "llama.cpp")
+        if count is None:
+            self._tokenizer = "estimate"
+            count = len(text) // CHARS_PER_TOKEN_ESTIMATE + 1
+        self._counts[text] = count
+        return count
+
+    def _try_tokenize(self, url: str, body: dict, kind: str) -> int | None:
+        try:
+            response = self._client.post(url, json=body, timeout=10.0)
+            tokens = response.json().get("tokens") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            tokens = None
+        if isinstance(tokens, list):
+            self._tokenizer = kind
+            return len(tokens)
+        return None
+
+    @property
+    def counts_exactly(self) -> bool:
+        return self._tokenizer in ("extras", "llama.cpp")
+
+    def count_tokens(self, message: PromptMessage) -> int:
+        extra = json.dumps(message.tool_arguments) if message.tool_arguments else ""
+        return MESSAGE_OVERHEAD + self._count_text(message.content + extra)
+
+    def overhead_tokens(self, tools: Sequence[ToolSpec]) -> int:
+        if not tools:
+            return MESSAGE_OVERHEAD
+        return MESSAGE_OVERHEAD + self._count_text(json.dumps(_tool_schemas(tools)))
+
+    # -- generation --------------------------------------------------------------
+    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
+        body: dict = {"model": self.name, "messages": _openai_messages(messages),
+                      "max_tokens": max_tokens, "stream": True,
+                      "stream_options": {"include_usage": True}}
+        if tools:
+            body["tools"] = _tool_schemas(tools)
+        scanner = ToolCallScanner()
+        calls: dict[int, dict] = {}
+        usage = None
+        completion = 0
+        try:
+            with self._client.stream("POST", f"{self.url}/chat/completions", json=body) as resp:
+                if resp.status_code != 200:
+                    detail = resp.read().decode("utf-8", "replace")[:200]
+                    raise RemoteModelError(
+                        f"the model server at {self.url} answered HTTP {resp.status_code}: "
+                        f"{detail}")
+                for data in _sse_events(resp.iter_lines(), self.url):
+                    if cancel is not None and cancel.cancelled:
+                        break
+                    if data.get("usage"):
+                        usage = data["usage"]
+                    for choice in data.get("choices") or []:
+                        delta = choice.get("delta") or {}
+                        if delta.get("content"):
+                            completion += 1
+                            yield from scanner.feed(delta["content"])
+                        for call in delta.get("tool_calls") or []:
+                            slot = calls.setdefault(call.get("index", 0), {"name": "", "args": ""})
+                            function = call.get("function") or {}
+                            slot["name"] += function.get("name") or ""
+                            slot["args"] += function.get("arguments") or ""
+        except httpx.ConnectError as exc:
+            raise RemoteModelError(f"cannot reach the model server at {self.url}; is it "
+                                   "running?") from exc
+        except httpx.TimeoutException as exc:
+            raise RemoteModelError(f"the model server at {self.url} did not answer within "
+                                   f"{self._timeout:.0f} s") from exc
+        except httpx.HTTPError as exc:
+            raise RemoteModelError(f"the model server at {self.url} failed: {exc}") from exc
+        yield from scanner.finish()
+        for slot in calls.values():
+            body_text = json.dumps({"name": slot["name"], "arguments": slot["args"] or "{}"})
+            chunk = parse_call(body_text)
+            yield chunk if chunk.name or chunk.error else ToolCallChunk("", {}, "empty call")
+        # Servers that send no usage in streams: count the prompt ourselves.
+        prompt_tokens = int((usage or {}).get("prompt_tokens") or (
+            self.overhead_tokens(tools) + sum(self.count_tokens(m) for m in messages)))
+        yield UsageChunk(prompt_tokens, prompt_tokens,
+                         int((usage or {}).get("completion_tokens", completion)))
+
+
+def _sse_events(lines: Iterator[str], url: str) -> Iterator[dict]:
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith(":"):
+            continue
+        if not line.startswith("data:"):
+            raise RemoteModelError(f"the server at {url} did not answer with an "
+                                   f"OpenAI-compatible stream (got {line[:80]!r})")
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        try:
+            data = json.loads(payload)
+        except json.JSONDecodeError as exc:
+            raise RemoteModelError(f"the server at {url} sent a stream event that is not "
+                                   f"JSON ({payload[:80]!r})") from exc
+        if not isinstance(data, dict):
+            raise RemoteModelError(f"the server at {url} sent an unexpected event")
+        if "error" in data:
+            raise RemoteModelError(f"the model server at {url} reported: {data['error']}")
+        yield data
+
+
+def _tool_schemas(tools: Sequence[ToolSpec]) -> list[dict]:
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}} for t in tools]
+
+
+def _openai_messages(messages: Sequence[PromptMessage]) -> list[dict]:
+    out: list[dict] = []
+    for number, message in enumerate(messages):
+        if message.role != "tool":
+            out.append({"role": message.role, "content": message.content})
+            continue
+        call_id = f"call_{number}"
+        out.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": call_id, "type": "function",
+            "function": {"name": message.tool_name,
+                         "arguments": json.dumps(message.tool_arguments or {})}}]})
+        out.append({"role": "tool", "tool_call_id": call_id, "content": message.content})
+    return out

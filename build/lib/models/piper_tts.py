@@ -1,0 +1,106 @@
+"""Piper text-to-speech: audio one sentence at a time, so speaking starts after the first."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.embedded import EmbeddedModelMissing, default_voice
+from models.speech import SpeechEngineError, TextToSpeech
+
+SYNTHESIS_SEED = 1
+
+
+def _voice_error(path: Path, problem: str) -> SpeechEngineError:
+    return SpeechEngineError(
+        f"voice {path}: {problem}; pass --voice with a Piper .onnx file "
+        "(its .onnx.json config beside it)"
+    )
+
+
+class PiperTextToSpeech(TextToSpeech):
+    """A Piper (VITS, ONNX) voice; `synthesize` yields int16 mono audio per sentence."""
+
+    name = "piper"
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        speaker: int | None = None,
+        length_scale: float | None = None,
+        threads: int | None = 1,
+    ) -> None:
+        """`threads`: onnxruntime threads (None: one per core). Whisper and the language
+        model run at the same time in voice mode, so Piper takes one by default."""
+        if path is None:
+            try:
+                path = default_voice()
+            except EmbeddedModelMissing as error:
+                raise SpeechEngineError(f"{error}, or pass --voice") from error
+        path = Path(path)
+        config_path = Path(f"{path}.json")
+        if not path.is_file():
+            raise _voice_error(path, "no such file")
+        if not config_path.is_file():
+            raise _voice_error(path, f"its config {config_path.name} is missing")
+        try:
+            config: dict[str, Any] = json.loads(config_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise _voice_error(path, f"its config cannot be read ({error})") from error
+        self.path = path
+        self._voice = self._load(path, config, threads)
+        self.sample_rate = self._voice.config.sample_rate
+        speakers = self._voice.config.num_speakers
+        if speaker is not None and not 0 <= speaker < speakers:
+            raise _voice_error(path, f"speaker {speaker} does not exist (it has {speakers})")
+        from piper import SynthesisConfig
+
+        self._syn_config = SynthesisConfig(speaker_id=speaker, length_scale=length_scale)
+
+    @staticmethod
+    def _load(path: Path, config: dict[str, Any], threads: int | None) -> Any:
+        # PiperVoice.load() builds its own SessionOptions, which cannot limit threads; the
+        # PiperVoice dataclass takes any session, so build the same one with our options.
+        # onnxruntime 1.29+ keeps a telemetry database under ~/.cache/Microsoft unless told
+        # not to; nothing of a Parley session may touch the disk. Set before it loads.
+        os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+        import onnxruntime
+        from piper import PiperVoice
+        from piper.config import PiperConfig
+
+        options = onnxruntime.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        # Idle worker threads spin by default, stealing the cores Whisper and llama.cpp need.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # VITS draws random noise for every sentence, so no two syntheses were the same. Its
+        # generator is seeded when the session is made: with a fixed seed a session's audio
+        # is the same each time it is replayed (the same sentences in the same order).
+        onnxruntime.set_seed(SYNTHESIS_SEED)
+        try:
+            piper_config = PiperConfig.from_dict(config)
+            session = onnxruntime.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:  # onnxruntime's own exception types, KeyError for config
+            raise _voice_error(path, f"cannot be loaded ({error})") from error
+        return PiperVoice(session=session, config=piper_config)
+
+    def synthesize(self, text: str) -> Iterator[np.ndarray]:
+        if not text.strip():
+            return
+        # Piper reads "[[ ... ]]" as raw phonemes; a reply quoting a nested list is text.
+        text = text.replace("[[", "[ [").replace("]]", "] ]")
+        try:
+            for chunk in self._voice.synthesize(text, syn_config=self._syn_config):
+                audio = chunk.audio_int16_array
+                if audio.size:
+                    yield audio
+        except Exception as error:
+            raise SpeechEngineError(f"text-to-speech failed: {error}") from error
