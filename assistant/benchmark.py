@@ -25,7 +25,8 @@ PROSE = ("The billing service listens on port 8101 and the search service on 810
 
 def speed(threads: int, beside: str = "quiet") -> None:
     start = time.perf_counter()
-    model = LlamaChatModel(default_llm(), context_size=4096, threads=threads)
+    model = LlamaChatModel(default_llm(), context_size=4096, threads=threads,
+                           batch_threads=threads)
     label = f"threads={threads}, {beside}"
     load = time.perf_counter() - start
     long_prompt = [PromptMessage("system", "You are Parley."),
