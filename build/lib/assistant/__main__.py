@@ -1,5 +1,0 @@
-import sys
-
-from assistant.cli import main
-
-sys.exit(main())

@@ -1,1 +1,0 @@
-"""The engines. Only this package imports llama_cpp, faster_whisper or piper, lazily."""
