@@ -49,15 +49,14 @@ def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threa
                  llm_batch_threads: int | None = None):
     """The three embedded engines, with Parley's default threads unless told otherwise."""
     from models.embedded import default_llm
-    from models.llama import LlamaChatModel, default_batch_threads, default_threads
+    from models.llama import LlamaChatModel
     from models.piper_tts import PiperTextToSpeech
     from models.whisper_stt import WhisperSpeechToText
 
     before = peak_mb()
     llm, llm_s = timed(lambda: LlamaChatModel(default_llm(), context_size=4096,
-                                              threads=llm_threads or default_threads(),
-                                              batch_threads=llm_batch_threads
-                                              or default_batch_threads()))
+                                              threads=llm_threads,
+                                              batch_threads=llm_batch_threads))
     stt, stt_s = timed(lambda: WhisperSpeechToText(threads=stt_threads,
                                                    encoder_seconds=encoder_seconds))
     tts, tts_s = timed(lambda: PiperTextToSpeech(threads=tts_threads))

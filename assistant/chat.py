@@ -129,5 +129,4 @@ class ChatSession:
         # One model, one user at a time: the reply waits for the preparation to finish.
         # An Event, not Thread.join, so Ctrl-C cannot confuse it (see run_in_worker).
         if self._prepared is not None:
-            while not self._prepared.wait(0.1):
-                pass
+            self._prepared.wait()

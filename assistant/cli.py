@@ -113,17 +113,15 @@ def load_model(args: argparse.Namespace):
         return OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
                                context_size=args.ctx, timeout=args.llm_timeout)
     from models.embedded import EmbeddedModelMissing, default_llm
-    from models.llama import (
-        LlamaChatModel,
-        ModelLoadError,
-        default_batch_threads,
-        default_threads,
-    )
+    from models.llama import LlamaChatModel, ModelLoadError
+
+    def count(value) -> int | None:  # from the environment it is a string; unset: the default
+        return int(value) if value else None
 
     try:
         return LlamaChatModel(args.llm_model or default_llm(), context_size=args.ctx,
-                              threads=int(args.threads or default_threads()),
-                              batch_threads=int(args.batch_threads or default_batch_threads()))
+                              threads=count(args.threads),
+                              batch_threads=count(args.batch_threads))
     except (ModelLoadError, EmbeddedModelMissing) as exc:
         raise ModelError(f"Cannot load the language model: {exc}. "
                          "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc

@@ -234,11 +234,9 @@ class VoiceLoop:
             self._closing = True
             self.interrupt()
             self._turns.put(None)
-        deadline = None if timeout is None else time.monotonic() + timeout
         # An Event, not Thread.join, so Ctrl-C cannot confuse it (bpo-45274).
-        while not self._worker_done.wait(0.1):
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
+        if not self._worker_done.wait(timeout):
+            return False
         self._stt.shutdown(wait=True, cancel_futures=True)
         return True
 
