@@ -1,5 +1,5 @@
 import sys
 
-from assistant.cli import main
+from assistant.cli.main import main
 
 sys.exit(main())

@@ -4,8 +4,8 @@ import io
 
 from rich.console import Console
 
-from assistant.chat import ChatSession
-from assistant.cli import build_parser
+from assistant.cli.chat import ChatSession
+from assistant.cli.main import build_parser
 from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
@@ -52,7 +52,7 @@ def test_flags_after_subcommand_do_not_reset_earlier_ones():
 
 
 def test_toml_config_fills_settings_flags_win(tmp_path, monkeypatch):
-    from assistant.cli import config_defaults
+    from assistant.cli.main import config_defaults
 
     config = tmp_path / "parley.toml"
     config.write_text('ctx = 4096\nmax-tool-calls = 1\n')
@@ -64,7 +64,7 @@ def test_toml_config_fills_settings_flags_win(tmp_path, monkeypatch):
 
 
 def test_bad_config_is_a_clear_exit_2(tmp_path, capsys):
-    from assistant.cli import main
+    from assistant.cli.main import main
 
     config = tmp_path / "parley.toml"
     config.write_text("colour = 'blue'\n")

@@ -435,7 +435,7 @@ def test_summary_command_prints_the_summary_and_what_it_covers(command_output):
 
     from rich.console import Console
 
-    from assistant.chat import ChatSession
+    from assistant.cli.chat import ChatSession
 
     conversation, model = make()
     out = io.StringIO()

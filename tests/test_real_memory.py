@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from assistant.bench_memory import build_conversation
+from assistant.bench.memory import build_conversation
 from assistant.events import ReplyDone, Status, Summarized
 
 pytestmark = pytest.mark.real

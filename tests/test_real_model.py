@@ -32,7 +32,7 @@ GUARD = textwrap.dedent("""
             sys.stderr.write(f"WROTE TO DISK: {event} {args[:2]}\\n")
             os._exit(99)
     sys.addaudithook(hook)
-    from assistant.cli import main
+    from assistant.cli.main import main
     sys.exit(main(sys.argv[1:]))
 """)
 
@@ -96,7 +96,7 @@ def test_real_model_counts_tokens_and_reuses_prompt_prefix():
 
 
 def test_thread_flags_reach_llama_cpp_and_defaults_leave_a_core_free():
-    from assistant.cli import build_parser, load_model
+    from assistant.cli.main import build_parser, load_model
 
     args = build_parser().parse_args(["chat", "--threads", "1", "--batch-threads", "2",
                                       "--ctx", "1024"])

@@ -64,7 +64,7 @@ def test_a_corrupt_clip_is_named_with_its_turn_and_nothing_runs(tmp_path):
 
 @pytest.mark.parametrize("flag", ["--stt-model", "--voice"])
 def test_a_missing_speech_model_is_one_clear_line_and_exit_2(tmp_path, flag, capsys):
-    from assistant.cli import main
+    from assistant.cli.main import main
 
     (tmp_path / "session.json").write_text(json.dumps({"turns": [{"text": "hello"}]}))
     missing = tmp_path / "nowhere" / "model.onnx"

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from assistant.conversation import Conversation, ReplySettings
-from assistant.replay import SessionError, load_session, replay, session_json
 from assistant.tools import builtin_tools
-from assistant.voice import VoiceLoop, VoiceSettings
+from assistant.voice.loop import VoiceLoop, VoiceSettings
+from assistant.voice.replay import SessionError, load_session, replay, session_json
 from audio.files import write_wav
 from audio.playback import MemorySpeaker
 from audio.segmenter import Segmenter, SegmenterSettings
@@ -369,7 +369,7 @@ def test_interrupting_drops_the_turns_still_waiting():
 
 
 def test_a_speaker_that_hangs_is_reported_and_parley_listens_again(monkeypatch):
-    import assistant.speech_out as speech_out
+    import assistant.voice.speech_out as speech_out
 
     class HungSpeaker(MemorySpeaker):
         def wait(self, timeout=None):

@@ -1,6 +1,6 @@
 """Voice benchmark on recordings of human speech (Debian's pocketsphinx-testdata).
 
-    python -m assistant.bench_voice [--only load|segmenter|stt|tts|latency] [--turns 6]
+    python -m assistant.bench.voice [--only load|segmenter|stt|tts|latency] [--turns 6]
 
 Prints word error rate and speech-to-text real-time factor, Piper's time to first audio
 and real-time factor, peak memory with the three embedded models loaded, and the latency
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assistant.bench_busy import one_busy_core
+from assistant.bench.busy import one_busy_core
 from audio import samples
 
 ANSWER_TOKENS = 48
@@ -186,9 +186,9 @@ class LatencyRun:
 def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
     from assistant.conversation import Conversation, ReplySettings
     from assistant.events import ReplyDone
-    from assistant.replay import ReplayTurn, replay
     from assistant.tools import builtin_tools
-    from assistant.voice import VoiceLoop
+    from assistant.voice.loop import VoiceLoop
+    from assistant.voice.replay import ReplayTurn, replay
     from audio.playback import MemorySpeaker
     from audio.segmenter import Segmenter
 
@@ -235,7 +235,7 @@ ATTEMPTS: list[tuple[str, dict, dict]] = [
 
 
 def run_attempt(number: int, turns: int) -> dict:
-    from assistant.voice import VoiceSettings
+    from assistant.voice.loop import VoiceSettings
 
     label, changes, engine_options = ATTEMPTS[number]
     plain = {"speculative_stt": False, "prefill": False, "first_clause_words": 0,
@@ -268,7 +268,7 @@ def bench_latency(turns: int, busy: bool = False, measures: list[int] | None = N
     for number in measures:
         with one_busy_core() if busy else nullcontext():
             done = subprocess.run(
-                [sys.executable, "-m", "assistant.bench_voice", "--attempt", str(number),
+                [sys.executable, "-m", "assistant.bench.voice", "--attempt", str(number),
                  "--turns", str(turns)], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(f"  {ATTEMPTS[number][0]:44s} failed: {done.stderr.strip()[-300:]}")
@@ -288,7 +288,7 @@ def bench_latency(turns: int, busy: bool = False, measures: list[int] | None = N
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench_voice",
+    parser = argparse.ArgumentParser(prog="python -m assistant.bench.voice",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["load", "segmenter", "stt", "tts", "latency"])
     parser.add_argument("--turns", type=int, default=6, help="spoken turns per latency run")

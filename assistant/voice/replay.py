@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from assistant.errors import AssistantError
-from assistant.voice import TurnRecord, VoiceLoop
+from assistant.voice.loop import TurnRecord, VoiceLoop
 from audio.files import AudioFileError, frames_of, read_audio
 
 SAMPLE_RATE = 16000

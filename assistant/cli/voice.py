@@ -20,7 +20,7 @@ VOICE_HISTORY_MESSAGES = 400
 
 def add_voice_flags(parser: argparse.ArgumentParser, suppress: bool = False,
                     devices: bool = True) -> None:
-    from assistant.cli import _env, _Group
+    from assistant.cli.main import _env, _Group
 
     speech = _Group(parser.add_argument_group("speech"), suppress)
     speech.add_argument("--stt-model", type=Path, default=_env("stt_model", None),
@@ -79,7 +79,7 @@ def segmenter_settings(args: argparse.Namespace):
 
 
 def voice_settings(args: argparse.Namespace, push_to_talk: bool = False):
-    from assistant.voice import VoiceSettings
+    from assistant.voice.loop import VoiceSettings
 
     try:
         return VoiceSettings(push_to_talk=push_to_talk, barge_in=args.barge_in,
@@ -106,7 +106,7 @@ def load_speech_engines(args: argparse.Namespace):
 def voice_conversation(args: argparse.Namespace):
     from dataclasses import replace
 
-    from assistant.cli import load_conversation
+    from assistant.cli.main import load_conversation
 
     conversation = load_conversation(args)
     conversation.settings = replace(conversation.settings,
@@ -145,8 +145,8 @@ def _device(spec: str | None) -> str | int | None:
 # -- parley replay -----------------------------------------------------------------------
 
 def run_replay(args: argparse.Namespace) -> int:
-    from assistant.replay import load_session, replay, session_json
-    from assistant.voice import VoiceLoop
+    from assistant.voice.loop import VoiceLoop
+    from assistant.voice.replay import load_session, replay, session_json
     from audio.playback import MemorySpeaker
     from audio.segmenter import Segmenter
 
@@ -234,7 +234,7 @@ class VoiceScreen:
 
 
 def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
-    from assistant.voice import VoiceLoop
+    from assistant.voice.loop import VoiceLoop
     from audio.capture import DeviceLost, Microphone
     from audio.devices import find_device
     from audio.playback import Speaker
@@ -256,7 +256,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     except AssistantError as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 2
-    from assistant.chat import ChatSession
+    from assistant.cli.chat import ChatSession
 
     commands = ChatSession(conversation, interactive=True, console=console)
     screen = VoiceScreen(commands)

@@ -58,7 +58,7 @@ class ChatSession:
         if name in ("/quit", "/exit"):
             return False
         if name == "/help":
-            from assistant.cli import HELP_TEXT
+            from assistant.cli.main import HELP_TEXT
             self.console.print(HELP_TEXT)
         elif name == "/history":
             for m in self.conversation.history.messages:
@@ -84,7 +84,7 @@ class ChatSession:
                                          with_lookup=False))
 
     def run(self, stdin: TextIO) -> int:
-        from assistant.cli import run_in_worker
+        from assistant.cli.main import run_in_worker
 
         if self.interactive:
             self.console.print("Parley: type a message, /help for commands, Ctrl-D to quit.",

@@ -1,4 +1,4 @@
-"""`python -m assistant.benchmark`: figures for the embedded model on this machine.
+"""`python -m assistant.bench.llm`: figures for the embedded model on this machine.
 
 Prints load time, time to first token, generation and prompt tokens/s for 1 and 2
 threads, on a quiet machine and beside one busy process; the cost of building one reply's
@@ -12,7 +12,7 @@ import argparse
 import statistics
 import time
 
-from assistant.bench_busy import one_busy_core
+from assistant.bench.busy import one_busy_core
 from assistant.conversation import Conversation, ReplySettings
 from assistant.tools import builtin_tools
 from models.base import PromptMessage, TextChunk, UsageChunk

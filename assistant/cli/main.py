@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("devices", help="list audio input and output devices",
                         description="List the audio devices PortAudio sees, for "
                                     "--input-device and --output-device.")
-    from assistant.voice_cli import add_voice_flags
+    from assistant.cli.voice import add_voice_flags
 
     add_model_flags(parser)
     add_voice_flags(parser)
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.set_defaults(**{k: v for k, v in defaults.items()
                            if f"PARLEY_{k.upper()}" not in os.environ})
     args = parser.parse_args(argv)
-    from assistant import voice_cli
+    from assistant.cli import voice as voice_cli
 
     command = args.command
     if command == "devices":
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ModelError) as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 2
-    from assistant.chat import ChatSession
+    from assistant.cli.chat import ChatSession
 
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     session = ChatSession(conversation, interactive=sys.stdin.isatty())

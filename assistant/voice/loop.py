@@ -32,7 +32,7 @@ from assistant.events import (
     TextDelta,
 )
 from assistant.sentences import SentenceSplitter
-from assistant.speech_out import SpokenReply
+from assistant.voice.speech_out import SpokenReply
 from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
 from models.base import CancelToken
 from models.speech import SpeechToText, TextToSpeech, Transcript
