@@ -7,20 +7,23 @@ that says what to install, never `parley --help`, text chat or replay.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
-from assistant.errors import AssistantError
+from audio.errors import AudioError
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["input", "output"]
 
 _INSTALL_PORTAUDIO = "install it: sudo apt install libportaudio2 (macOS: brew install portaudio)"
 
 
-class AudioDeviceError(AssistantError):
+class AudioDeviceError(AudioError):
     """A sound device (or PortAudio itself) cannot be used; the message says what to do."""
 
     stage = "audio"
@@ -88,8 +91,11 @@ def close_stream(stream: Any, timeout: float = 1.0) -> bool:
     def close() -> None:
         try:
             stream.close(ignore_errors=True)
-        except Exception:  # a vanished device may fail even to close; it is gone anyway
-            pass
+        except Exception:
+            # Broad on purpose: a vanished device may fail even to close, in PortAudio or
+            # the sound server's library under it, and this abandoned thread has no caller
+            # to tell; the device is gone anyway.
+            log.debug("closing an audio stream failed", exc_info=True)
 
     closer = threading.Thread(target=close, name="close-audio-stream", daemon=True)
     closer.start()

@@ -9,21 +9,16 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.errors import AssistantError
+from audio.errors import AudioError
+from audio.pcm import to_int16
 
 _HOW_TO_FIX = "Use a WAV, FLAC or OGG file (any rate, any channels), e.g. `sox in.mp3 out.wav`."
 
 
-class AudioFileError(AssistantError):
+class AudioFileError(AudioError):
     """An audio file is missing, unreadable, empty or corrupt; the message names it."""
 
     stage = "audio"
-
-
-def to_int16(audio: np.ndarray) -> np.ndarray:
-    """Float samples in [-1, 1] to int16; values beyond full scale are clipped, not wrapped."""
-    scaled = np.rint(np.asarray(audio, dtype=np.float64) * 32768.0)
-    return np.clip(scaled, -32768, 32767).astype(np.int16)
 
 
 def read_audio(path: str | PathLike[str], sample_rate: int = 16000) -> np.ndarray:
@@ -60,10 +55,7 @@ def write_wav(path: str | PathLike[str], pcm: np.ndarray, sample_rate: int) -> N
     """Write mono audio (int16, or float in [-1, 1]) as a 16-bit PCM WAV file."""
     import soundfile
 
-    pcm = np.asarray(pcm)
-    if pcm.dtype != np.int16:
-        pcm = to_int16(pcm)
-    pcm = pcm.reshape(-1)
+    pcm = to_int16(pcm).reshape(-1)
     try:
         soundfile.write(str(path), pcm, sample_rate, subtype="PCM_16", format="WAV")
     except (soundfile.SoundFileError, RuntimeError, OSError) as e:

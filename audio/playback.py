@@ -7,6 +7,7 @@ can be recorded as only partly heard.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -19,17 +20,9 @@ import numpy as np
 import soxr
 
 from audio.devices import AudioDeviceError, close_stream, load_sounddevice
+from audio.pcm import to_int16
 
-
-def as_mono_int16(pcm: np.ndarray) -> np.ndarray:
-    """Int16 mono from int16 or float ([-1, 1]) audio, mono or (frames, channels)."""
-    pcm = np.asarray(pcm)
-    if pcm.ndim == 2:
-        pcm = pcm.mean(axis=1)
-    if pcm.dtype != np.int16:
-        scale = 32767 if pcm.dtype.kind == "f" else 1
-        pcm = np.clip(np.round(pcm * scale), -32768, 32767).astype(np.int16)
-    return pcm
+log = logging.getLogger(__name__)
 
 
 class AudioOutput(ABC):
@@ -116,7 +109,7 @@ class Speaker(AudioOutput):
 
     def play(self, pcm: np.ndarray, sample_rate: int) -> None:
         self._raise_error()
-        pcm = as_mono_int16(pcm)
+        pcm = to_int16(pcm)
         with self._cond:
             if self._closing:
                 raise AudioDeviceError("The speaker was closed.")
@@ -173,7 +166,12 @@ class Speaker(AudioOutput):
                 self._busy, generation = True, self._generation
             try:
                 self._play_chunk(pcm, rate, generation)
-            except Exception as exc:  # keep the worker alive: the next play() retries
+            except Exception as exc:
+                # Broad on purpose: PortAudio, soxr and the sound server's library fail in
+                # their own ways, and an exception escaping here would end the worker, so
+                # every later play() would queue audio nobody plays. The next play() or
+                # wait() raises it as AudioDeviceError; the play after that retries.
+                log.debug("playback failed", exc_info=True)
                 self._fail(exc)
             finally:
                 with self._cond:
@@ -303,7 +301,7 @@ class MemorySpeaker(AudioOutput):
         self._lock = threading.Lock()
 
     def play(self, pcm: np.ndarray, sample_rate: int) -> None:
-        pcm = as_mono_int16(pcm)
+        pcm = to_int16(pcm)
         now = self.clock.monotonic()
         with self._lock:
             start = max(now, self._end) if self.realtime else now - len(pcm) / sample_rate

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from audio.pcm import require_mono_int16
 from audio.vad import VAD_FRAME_MS, VAD_SAMPLE_RATES
 
 
@@ -217,7 +218,7 @@ class Segmenter:
         return self._seen
 
     def feed(self, pcm: np.ndarray) -> list[Event]:
-        pcm = _mono_int16(pcm)
+        pcm = require_mono_int16(pcm, "the segmenter")
         self._seen += len(pcm)
         data = np.concatenate((self._pending, pcm))  # a copy: callers may reuse their buffer
         whole = len(data) - len(data) % self._n
@@ -357,17 +358,6 @@ class Segmenter:
         self._frames = []
         self._speech = self._speech_end = self._silence = 0
         self._continued = False
-
-
-def _mono_int16(pcm: np.ndarray) -> np.ndarray:
-    pcm = np.asarray(pcm)
-    if pcm.ndim == 2 and pcm.shape[1] == 1:  # sounddevice's (frames, channels) blocks
-        pcm = pcm[:, 0]
-    if pcm.ndim != 1:
-        raise ValueError(f"the segmenter takes mono PCM, got an array of shape {pcm.shape}")
-    if pcm.dtype != np.int16:
-        raise TypeError(f"the segmenter takes int16 PCM, got {pcm.dtype}; see audio.files.to_int16")
-    return pcm
 
 
 def _read_only(pcm: np.ndarray) -> np.ndarray:

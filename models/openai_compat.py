@@ -16,6 +16,8 @@ from models.base import (
     ToolSpec,
     UsageChunk,
 )
+from models.errors import EngineError
+from models.openai_format import openai_messages, tool_schemas
 from models.toolcalls import ToolCallScanner, parse_call
 
 # Without a tokenize endpoint, count a token per 3 characters: English averages about
@@ -24,7 +26,7 @@ CHARS_PER_TOKEN_ESTIMATE = 3
 MESSAGE_OVERHEAD = 6
 
 
-class RemoteModelError(RuntimeError):
+class RemoteModelError(EngineError):
     """The server is down, slow, or did not answer like an OpenAI-compatible server."""
 
 
@@ -83,16 +85,16 @@ class OpenAIChatModel(ChatModel):
     def overhead_tokens(self, tools: Sequence[ToolSpec]) -> int:
         if not tools:
             return MESSAGE_OVERHEAD
-        return MESSAGE_OVERHEAD + self._count_text(json.dumps(_tool_schemas(tools)))
+        return MESSAGE_OVERHEAD + self._count_text(json.dumps(tool_schemas(tools)))
 
     # -- generation --------------------------------------------------------------
     def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
                max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
-        body: dict = {"model": self.name, "messages": _openai_messages(messages),
+        body: dict = {"model": self.name, "messages": openai_messages(messages),
                       "max_tokens": max_tokens, "stream": True,
                       "stream_options": {"include_usage": True}}
         if tools:
-            body["tools"] = _tool_schemas(tools)
+            body["tools"] = tool_schemas(tools)
         scanner = ToolCallScanner()
         calls: dict[int, dict] = {}
         usage = None
@@ -161,22 +163,3 @@ def _sse_events(lines: Iterator[str], url: str) -> Iterator[dict]:
             raise RemoteModelError(f"the model server at {url} reported: {data['error']}")
         yield data
 
-
-def _tool_schemas(tools: Sequence[ToolSpec]) -> list[dict]:
-    return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.parameters}} for t in tools]
-
-
-def _openai_messages(messages: Sequence[PromptMessage]) -> list[dict]:
-    out: list[dict] = []
-    for number, message in enumerate(messages):
-        if message.role != "tool":
-            out.append({"role": message.role, "content": message.content})
-            continue
-        call_id = f"call_{number}"
-        out.append({"role": "assistant", "content": None, "tool_calls": [{
-            "id": call_id, "type": "function",
-            "function": {"name": message.tool_name,
-                         "arguments": json.dumps(message.tool_arguments or {})}}]})
-        out.append({"role": "tool", "tool_call_id": call_id, "content": message.content})
-    return out

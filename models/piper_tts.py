@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,8 @@ import numpy as np
 
 from models.embedded import EmbeddedModelMissing, default_voice
 from models.speech import SpeechEngineError, TextToSpeech
+
+log = logging.getLogger(__name__)
 
 SYNTHESIS_SEED = 1
 
@@ -88,7 +91,11 @@ class PiperTextToSpeech(TextToSpeech):
             session = onnxruntime.InferenceSession(
                 str(path), sess_options=options, providers=["CPUExecutionProvider"]
             )
-        except Exception as error:  # onnxruntime's own exception types, KeyError for config
+        except Exception as error:
+            # Broad on purpose: onnxruntime's errors (Fail, InvalidProtobuf, NoSuchFile…)
+            # derive from Exception alone, and PiperConfig raises KeyError/TypeError/ValueError
+            # on a config missing fields.
+            log.debug("loading the voice %s failed", path, exc_info=True)
             raise _voice_error(path, f"cannot be loaded ({error})") from error
         return PiperVoice(session=session, config=piper_config)
 
@@ -103,4 +110,7 @@ class PiperTextToSpeech(TextToSpeech):
                 if audio.size:
                     yield audio
         except Exception as error:
+            # Broad on purpose: onnxruntime's errors derive from Exception alone (besides,
+            # Piper's espeak-ng bridge raises RuntimeError and Piper itself ValueError).
+            log.debug("text-to-speech failed", exc_info=True)
             raise SpeechEngineError(f"text-to-speech failed: {error}") from error

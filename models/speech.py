@@ -12,11 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.errors import EngineError
+
 STT_SAMPLE_RATE = 16000
 """Speech-to-text always takes 16 kHz mono int16 PCM."""
 
 
-class SpeechEngineError(RuntimeError):
+class SpeechEngineError(EngineError):
     """A speech engine could not be loaded or failed; the message says what to do."""
 
 

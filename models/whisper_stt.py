@@ -8,6 +8,7 @@ and a list of the phrases and sound tags it invents on non-speech.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -20,6 +21,8 @@ import numpy as np
 
 from models.embedded import EmbeddedModelMissing, default_stt
 from models.speech import STT_SAMPLE_RATE, SpeechEngineError, SpeechToText, Transcript
+
+log = logging.getLogger(__name__)
 
 MIN_LEVEL_DBFS = -50.0
 """Loudest 30 ms of the utterance below this: nobody spoke close to the microphone."""
@@ -179,7 +182,11 @@ class WhisperSpeechToText(SpeechToText):
                 self._model = _windowed_model_class()(
                     str(path), device="cpu", compute_type=compute_type, cpu_threads=threads
                 )
-            except Exception as error:  # CTranslate2 raises RuntimeError/ValueError variants
+            except Exception as error:
+                # Broad on purpose: CTranslate2 raises RuntimeError/ValueError variants, but
+                # the Hugging Face `tokenizers` library raises bare Exception on a bad
+                # tokenizer.json.
+                log.debug("loading the speech-to-text model %s failed", path, exc_info=True)
                 raise _stt_error(path, f"cannot be loaded ({error})") from error
 
     def transcribe(self, pcm: np.ndarray) -> Transcript:
@@ -212,6 +219,9 @@ class WhisperSpeechToText(SpeechToText):
             )
             segments = list(segments)  # the generator does the work: drain it here
         except Exception as error:
+            # Broad on purpose: CTranslate2 raises RuntimeError/ValueError variants, and the
+            # `tokenizers` library that decodes the words raises bare Exception.
+            log.debug("speech-to-text failed", exc_info=True)
             raise SpeechEngineError(f"speech-to-text failed: {error}") from error
         return transcript_from_segments(segments)
 

@@ -27,7 +27,8 @@ from audio.devices import (
     load_sounddevice,
     rescan_devices,
 )
-from audio.playback import MemorySpeaker, Speaker, as_mono_int16
+from audio.errors import AudioError
+from audio.playback import MemorySpeaker, Speaker
 from tests.soundserver import MIC_RATE, SoundServer, pulseaudio_missing
 
 LOUD = 1000.0
@@ -301,6 +302,7 @@ def test_no_input_device_at_all_says_what_to_do() -> None:
     with pytest.raises(AudioDeviceError, match="No microphone") as err:
         find_device(None, "input", _devices(("HDMI 0", 0, 8)))
     assert "HDMI 0" in str(err.value) and err.value.stage == "audio"
+    assert isinstance(err.value, AudioError)
     assert "No sound devices" in format_device_table([])
 
 
@@ -380,8 +382,3 @@ def test_memory_speaker_stop_from_another_thread_ends_wait() -> None:
     assert time.monotonic() - started < 0.5
     assert 0.05 < speaker.played_seconds < 0.4
 
-
-def test_as_mono_int16() -> None:
-    stereo = np.array([[0.5, -0.5], [1.0, 1.0], [2.0, 2.0]], dtype=np.float32)
-    assert as_mono_int16(stereo).tolist() == [0, 32767, 32767]
-    assert as_mono_int16(np.array([1, -2], np.int16)).tolist() == [1, -2]

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from assistant.errors import AssistantError
-from audio.files import AudioFileError, frames_of, read_audio, to_int16, write_wav
+from audio.errors import AudioError
+from audio.files import AudioFileError, frames_of, read_audio, write_wav
+from audio.pcm import require_mono_int16, to_int16
 
 
 def sine(freq: float, seconds: float, rate: int, amplitude: float = 0.5) -> np.ndarray:
@@ -50,6 +51,27 @@ def test_wav_round_trip_is_exact(tmp_path):
 
 def test_to_int16_clips_instead_of_wrapping():
     assert to_int16(np.array([2.0, -2.0, 0.5, 0.0])).tolist() == [32767, -32768, 16384, 0]
+    assert to_int16(np.array([1.0, -1.0], np.float32)).tolist() == [32767, -32768]
+
+
+def test_to_int16_mixes_channels_down_and_passes_int16_through():
+    stereo = np.array([[0.5, -0.5], [1.0, 1.0], [2.0, 2.0], [0.5, 0.0]], dtype=np.float32)
+    assert to_int16(stereo).tolist() == [0, 32767, 32767, 8192]
+    mono = np.array([1, -2, 32767], np.int16)
+    assert to_int16(mono) is mono
+    # Int16 channels are mixed in int16 units, not rescaled as if they were float.
+    int_stereo = np.array([[1000, 3000], [-32768, -32768], [1, 2]], np.int16)
+    assert to_int16(int_stereo).tolist() == [2000, -32768, 2]
+    assert to_int16(int_stereo).dtype == np.int16
+
+
+def test_require_mono_int16_refuses_float_and_multichannel_audio():
+    block = np.arange(4, dtype=np.int16).reshape(-1, 1)  # sounddevice's (frames, 1)
+    assert require_mono_int16(block, "the test").tolist() == [0, 1, 2, 3]
+    with pytest.raises(TypeError, match="the test takes int16 PCM, got float32"):
+        require_mono_int16(np.zeros(4, np.float32), "the test")
+    with pytest.raises(ValueError, match="the test takes mono PCM"):
+        require_mono_int16(np.zeros((4, 2), np.int16), "the test")
 
 
 @pytest.mark.parametrize(
@@ -67,7 +89,7 @@ def test_bad_files_raise_an_error_naming_the_file(tmp_path, name, content, says)
     with pytest.raises(AudioFileError, match=says) as caught:
         read_audio(path)
     assert str(path) in str(caught.value)
-    assert isinstance(caught.value, AssistantError) and caught.value.stage == "audio"
+    assert isinstance(caught.value, AudioError) and caught.value.stage == "audio"
 
 
 def test_frames_of_yields_all_audio_in_chunks():

@@ -15,7 +15,9 @@ from assistant.events import Error, ReplyDone
 from assistant.tools import builtin_tools
 from models.base import PromptMessage, TextChunk
 from models.embedded import default_llm
-from models.openai_compat import OpenAIChatModel
+from models.errors import EngineError
+from models.openai_compat import OpenAIChatModel, RemoteModelError
+from models.openai_format import openai_messages
 
 
 def free_port() -> int:
@@ -108,3 +110,22 @@ def test_server_that_is_down():
     conversation.reply("hello", events.append)
     error = next(e for e in events if isinstance(e, Error))
     assert "cannot reach the model server" in error.message
+
+
+def test_remote_failures_are_engine_errors():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(RemoteModelError, match="cannot reach the model server") as caught:
+        list(OpenAIChatModel(url).stream([PromptMessage("user", "hello")], [], 8))
+    assert isinstance(caught.value, EngineError)
+
+
+def test_servers_get_each_tool_result_after_its_call_in_the_openai_shape():
+    user, call, result = openai_messages([
+        PromptMessage("user", "What time is it?"),
+        PromptMessage("tool", "12:00", "clock", {"zone": "UTC"})])
+    assert user == {"role": "user", "content": "What time is it?"}
+    assert call == {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "call00001", "type": "function",
+        "function": {"name": "clock", "arguments": '{"zone": "UTC"}'}}]}
+    # No "name" on the result: OpenAI documents none there, and some servers refuse it.
+    assert result == {"role": "tool", "tool_call_id": "call00001", "content": "12:00"}
