@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -10,43 +11,30 @@ from assistant import history_tool
 from assistant.events import (
     Error,
     Event,
+    RecallHint,
     ReplyDone,
+    ResearchBudgetReached,
     Sentence,
-    Status,
+    Stage,
     Summarized,
+    SummaryFailed,
+    SummaryStarted,
     TextDelta,
     ToolCall,
     ToolResult,
 )
+from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter
 from assistant.summarizer import write_summary
 from assistant.tools import ToolRegistry
-from memory.fitting import PromptTooLarge, fit_history
+from memory.fitting import PromptTooLarge
 from memory.history import History, Message
-from memory.search import HistorySearch, SearchIndexCache, describe
-from memory.summary import (
-    RETRY_AFTER_MESSAGES,
-    SUMMARY_SECONDS,
-    RunningSummary,
-    plan_summary,
-    summary_block,
-)
-from models.base import (
-    CancelToken,
-    ChatModel,
-    PromptMessage,
-    TextChunk,
-    ToolCallChunk,
-    UsageChunk,
-)
+from memory.search import HistorySearch, SearchIndexCache
+from memory.summary import RETRY_AFTER_MESSAGES, SUMMARY_SECONDS, RunningSummary, plan_summary
+from models.base import CancelToken, ChatModel, TextChunk, ToolCallChunk, UsageChunk
+from models.errors import EngineError
 
-SYSTEM_PROMPT = (
-    "You are Parley, a helpful assistant running on the user's own computer. "
-    "You may be heard rather than read: answer briefly, in plain sentences."
-)
-TOOL_STRATEGY = (
-    "Use a tool only when it helps: clock for the date or time, calculator for arithmetic."
-)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,19 +64,6 @@ class ReplySettings:
             raise ValueError("max_messages must be at least 4")
 
 
-def to_prompt(message: Message) -> PromptMessage:
-    if message.role == "tool":
-        return PromptMessage("tool", message.content, message.tool, message.arguments)
-    return PromptMessage(message.role, message.content)
-
-
-HINT_CHARS = 600
-HINT_MIN_SHARE = 0.45
-"""A recall hint is shown when its passage holds at least this share of the query's weight…"""
-HINT_MIN_SCORE = 2.0
-"""…and matches rare words, not only common ones."""
-
-
 class Conversation:
     """One conversation with one model; `reply()` is shared by chat, voice and replay."""
 
@@ -107,6 +82,13 @@ class Conversation:
         self.clock = clock
         self._search_cache = SearchIndexCache()
 
+    @property
+    def prompts(self) -> PromptBuilder:
+        """The prompt builder for the current settings (voice changes them after start)."""
+        return PromptBuilder(self.model, self.settings.system_prompt,
+                             self.settings.answer_tokens, self.settings.recall_hints,
+                             self._search_cache)
+
     def clear(self) -> None:
         """Forget the whole conversation, its summary included."""
         self.history.clear()
@@ -118,17 +100,23 @@ class Conversation:
         text: str,
         emit: Callable[[Event], None],
         cancel: CancelToken | None = None,
+        first_clause_words: int = 0,
     ) -> ReplyDone | None:
-        """Answer `text`, emitting events; returns the final event, or None for an error."""
+        """Answer `text`, emitting events; returns the final event, or None for an error.
+
+        `first_clause_words` lets the first `Sentence` end at a comma once it has that
+        many words (voice speaks it while the rest is written).
+        """
         cancel = cancel or CancelToken()
         text = text.strip()
         if not text:
             return None
+        started = self.clock()
         user = self.history.add("user", text)
         tools = self._tools_over(self.history.messages[:-1])
         answer = ""
         usage = UsageChunk(0, 0, 0)
-        splitter = SentenceSplitter()
+        splitter = SentenceSplitter(first_clause_words)
         calls = 0
         try:
             if not self._summarize_if_needed(user.seq, tools, emit, cancel):
@@ -139,11 +127,21 @@ class Conversation:
             while True:
                 specs = tools.specs() if calls < self.settings.max_tool_calls else []
                 if calls and not specs:
-                    emit(Status("Research budget reached; answering with what was found."))
-                prompt = self._prompt(user.seq, specs, emit if calls == 0 else None)
+                    emit(ResearchBudgetReached(calls))
+                step = self.clock()
+                prompt = self.prompts.build(self.history.messages, self.summary, user.seq,
+                                            specs)
+                log.debug("prompt of %d messages built in %.1f ms", len(prompt.messages),
+                          (self.clock() - step) * 1000)
+                if prompt.recalled is not None and calls == 0:
+                    emit(RecallHint(prompt.recalled))
                 call: ToolCallChunk | None = None
-                for chunk in self.model.stream(prompt, specs, self.settings.answer_tokens, cancel):
+                step, first_token = self.clock(), None
+                for chunk in self.model.stream(prompt.messages, specs,
+                                               self.settings.answer_tokens, cancel):
                     if isinstance(chunk, TextChunk):
+                        if first_token is None:
+                            first_token = self.clock() - step
                         answer += chunk.text
                         emit(TextDelta(chunk.text))
                         for sentence in splitter.feed(chunk.text):
@@ -151,6 +149,11 @@ class Conversation:
                     elif isinstance(chunk, ToolCallChunk) and specs and call is None:
                         call = chunk
                     elif isinstance(chunk, UsageChunk):
+                        log.debug("model: %d prompt tokens (%d processed), %d generated in "
+                                  "%.0f ms, first text after %s", chunk.prompt_tokens,
+                                  chunk.processed_tokens, chunk.completion_tokens,
+                                  (self.clock() - step) * 1000,
+                                  "none" if first_token is None else f"{first_token * 1000:.0f} ms")
                         usage = UsageChunk(usage.prompt_tokens + chunk.prompt_tokens,
                                            usage.processed_tokens + chunk.processed_tokens,
                                            usage.completion_tokens + chunk.completion_tokens)
@@ -162,15 +165,23 @@ class Conversation:
                     break
         except PromptTooLarge as exc:
             self.history.remove_from(user.seq)
-            emit(Error("prompt", (
+            emit(Error(Stage.PROMPT, (
                 f"That message is too long for the model's context: it needs about "
                 f"{exc.needed:,} tokens and {exc.room:,} are free. Shorten it or start "
                 "Parley with a larger --ctx. It was not added to the conversation.")))
             return None
-        except Exception as exc:  # the engine failed: keep everything said before
+        except EngineError as exc:  # the engine failed: keep everything said before
+            log.debug("the model failed", exc_info=True)
             self.history.remove_from(user.seq)
-            emit(Error("model", f"The model failed to answer ({exc}). The conversation is "
-                                "kept; try again."))
+            emit(Error(Stage.MODEL, f"The model failed to answer ({exc}). The conversation is "
+                                    "kept; try again."))
+            return None
+        except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation
+            log.exception("the reply to message #%d failed", user.seq)
+            self.history.remove_from(user.seq)
+            emit(Error(Stage.INTERNAL, (
+                f"Something went wrong inside Parley ({type(exc).__name__}: {exc}). The "
+                "conversation is kept; try again. `--debug` shows the details.")))
             return None
         for sentence in splitter.finish():
             emit(Sentence(sentence))
@@ -181,33 +192,38 @@ class Conversation:
             self.history.remove_from(user.seq)
         if self.settings.max_messages is not None:
             self.history.keep_last(self.settings.max_messages)
+            self._search_cache.forget_missing(self.history.messages)
         done = ReplyDone(answer, cancel.cancelled, usage.prompt_tokens,
                          usage.processed_tokens, usage.completion_tokens)
+        log.debug("reply to #%d done in %.0f ms (%d tool calls%s)", user.seq,
+                  (self.clock() - started) * 1000, calls, ", cancelled" if cancel.cancelled else "")
         emit(done)
         return done
 
     def prepare_next(self) -> int:
-        """Process the next reply's likely prompt beginning now, while the user is talking.
+        """Process the next reply's prompt beginning now, while the user is talking.
 
-        The system prompt, tools and history stay in order from turn to turn, so llama.cpp
-        reuses this and the next reply only processes the user's new message. Returns the
-        tokens processed.
+        It is the prompt the next reply builds, without the message not yet said (room is
+        kept for it): llama.cpp then reuses it, and the reply only processes the user's
+        new message. Returns the tokens processed.
         """
         tools = self._tools_over(self.history.messages)
         specs = tools.specs() if self.settings.max_tool_calls else []
-        system = self.system_message(specs)
-        # Fit as if the next message were of a typical spoken length, as the reply will.
-        upcoming = Message(self.history.next_seq, "user", "x" * 200)
+        started = self.clock()
         try:
-            fit = fit_history([*self._uncovered(), upcoming], upcoming.seq, self._count,
-                              self._room(system, specs))
-        except PromptTooLarge:
+            prompt = self.prompts.build(self.history.messages, self.summary,
+                                        self.history.next_seq, specs,
+                                        reserve=NEXT_MESSAGE_TOKENS, recall=False)
+            processed = self.model.prefill(prompt.messages, specs)
+        except (PromptTooLarge, EngineError):  # only an optimisation: the reply does it anyway
+            log.debug("preparing the next prompt failed", exc_info=True)
             return 0
-        kept = [m for m in fit.kept if m.seq != upcoming.seq]
-        try:
-            return self.model.prefill([system, *(to_prompt(m) for m in kept)], specs)
-        except Exception:  # only an optimisation: the reply will process it anyway
+        except Exception:  # a bug, but one that must not stop a conversation
+            log.exception("preparing the next prompt failed")
             return 0
+        log.debug("prepared the next prompt: %d tokens processed in %.0f ms", processed,
+                  (self.clock() - started) * 1000)
+        return processed
 
     def _tools_over(self, earlier: tuple[Message, ...]) -> ToolRegistry:
         """The tools of a reply that follows `earlier`: conversation_history joins them once
@@ -217,10 +233,6 @@ class Conversation:
             return self.tools
         return self.tools.with_tool(history_tool.history_tool(
             HistorySearch(earlier_said, self._search_cache)))
-
-    def _uncovered(self) -> list[Message]:
-        """Messages after those the running summary stands in for."""
-        return [m for m in self.history.messages if m.seq > self.summary.covered_through]
 
     def note_heard(self, heard: str) -> None:
         """The last reply was spoken and the user cut it short: keep it, saying what they heard.
@@ -237,6 +249,7 @@ class Conversation:
 
     def _run_tool(self, tools: ToolRegistry, call: ToolCallChunk,
                   emit: Callable[[Event], None]) -> None:
+        started = self.clock()
         if call.error:
             content, is_error, name = f"Error: {call.error}. Try again.", True, call.name
         else:
@@ -244,83 +257,11 @@ class Conversation:
             emit(ToolCall(name, call.arguments, tools.label(name, call.arguments)))
             content, is_error = tools.call(name, call.arguments)
         emit(ToolResult(name or "tool", content, is_error))
+        log.debug("tool %s ran in %.1f ms%s", name or "?", (self.clock() - started) * 1000,
+                  " (error)" if is_error else "")
         query = " ".join(str(v) for v in call.arguments.values())[:200]
         self.history.add("tool", content, tool=name or "tool", query=query,
                          arguments=call.arguments)
-
-    # -- the prompt -------------------------------------------------------------------
-
-    def system_message(self, tools: list, summary: RunningSummary | None = None) -> PromptMessage:
-        """System prompt, tool strategy, and the running summary if there is one.
-
-        The final answer after a research-budget stop has no tools: it keeps the
-        summary but not the guidance to look things up.
-        """
-        summary = self.summary if summary is None else summary
-        text = self.settings.system_prompt
-        with_lookup = any(t.name == history_tool.NAME for t in tools)
-        if tools:
-            text += "\n" + TOOL_STRATEGY
-        if with_lookup:
-            text += "\n" + history_tool.STRATEGY
-        block = summary_block(summary, self.history.messages, with_lookup)
-        if block:
-            text += "\n\n" + block
-        return PromptMessage("system", text)
-
-    def _room(self, system: PromptMessage, tools: list) -> int:
-        return (self.model.context_size - self.settings.answer_tokens
-                - self.model.overhead_tokens(tools) - self.model.count_tokens(system))
-
-    def _count(self, message: Message) -> int:
-        return self.model.count_tokens(to_prompt(message))
-
-    def _prompt(self, current_seq: int, tools: list,
-                emit: Callable[[Event], None] | None = None) -> list[PromptMessage]:
-        """The summary, then what fits of the messages after it, then a recall hint."""
-        system = self.system_message(tools)
-        room = self._room(system, tools)
-        uncovered = self._uncovered()
-        fit = fit_history(uncovered, current_seq, self._count, room)
-        hint = self._recall_hint(current_seq, set(fit.dropped)) if self.settings.recall_hints \
-            else None
-        if hint is not None:
-            seq, passage = hint
-            note = PromptMessage("user", passage)
-            try:
-                fit = fit_history(uncovered, current_seq, self._count,
-                                  room - self.model.count_tokens(note))
-            except PromptTooLarge:
-                hint = None
-            else:
-                if emit is not None:
-                    emit(Status(f"Recalling message #{seq} from earlier in this conversation"))
-        prompt = [system, *(to_prompt(m) for m in fit.kept)]
-        if hint is not None:
-            index = next(i for i, m in enumerate(fit.kept) if m.seq == current_seq) + 1
-            current = prompt[index]
-            prompt[index] = replace(current, content=f"{current.content}\n\n{hint[1]}")
-        return prompt
-
-    def _recall_hint(self, current_seq: int, dropped: set[int]) -> tuple[int, str] | None:
-        """The best passage of a message out of the prompt that the user's words match strongly."""
-        out = [m for m in self.history.messages if m.seq < current_seq
-               and (m.seq <= self.summary.covered_through or m.seq in dropped)
-               and m.tool != history_tool.NAME]
-        if not out:
-            return None
-        current = next(m for m in self.history.messages if m.seq == current_seq)
-        search = HistorySearch(out, self._search_cache)
-        found = search.best_passage(current.content, HINT_CHARS)
-        if found is None:
-            return None
-        place, share = found
-        if share < HINT_MIN_SHARE or place.score < HINT_MIN_SCORE:
-            return None
-        message = search.messages[place.seq]
-        passage = message.content[place.start:place.end].strip()
-        return place.seq, (f"(From earlier in this conversation, message #{place.seq}, "
-                           f"{describe(message)}: “{passage}”)")
 
     # -- the running summary -----------------------------------------------------------
 
@@ -334,23 +275,29 @@ class Conversation:
         if current_seq < self.summary.retry_at:
             return True
         specs = tools.specs() if self.settings.max_tool_calls else []
-        bare = self.system_message(specs, RunningSummary())
-        room = self._room(bare, specs)
-        summary_tokens = (self.model.count_tokens(self.system_message(specs))
+        prompts, messages = self.prompts, self.history.messages
+        bare = prompts.system_message(specs, RunningSummary(), messages)
+        room = prompts.room(bare, specs)
+        summary_tokens = (self.model.count_tokens(prompts.system_message(specs, self.summary,
+                                                                         messages))
                           - self.model.count_tokens(bare))
-        plan = plan_summary(self.history.messages, self.summary, current_seq, self._count,
-                            room, summary_tokens)
+        plan = plan_summary(messages, self.summary, current_seq, prompts.count, room,
+                            summary_tokens)
         if plan is None:
             return True
-        emit(Status("Summarizing the earlier conversation…"))
+        emit(SummaryStarted())
+        started = self.clock()
         outcome = write_summary(self.model, plan, self.summary, cancel,
                                 self.settings.summary_seconds, self.clock)
+        log.debug("summary of messages up to #%d: %.0f ms, %s", plan.last_seq,
+                  (self.clock() - started) * 1000,
+                  "cancelled" if outcome.cancelled else outcome.failure or "written")
         if outcome.cancelled:
             return False
         if outcome.summary is None:
-            self.summary = replace(self.summary, retry_at=current_seq + RETRY_AFTER_MESSAGES)
-            emit(Status(f"Could not summarize the earlier conversation: {outcome.failure}. "
-                        "The oldest messages are left out of the prompt instead."))
+            retry_at = current_seq + RETRY_AFTER_MESSAGES
+            self.summary = replace(self.summary, retry_at=retry_at)
+            emit(SummaryFailed(outcome.failure, retry_at))
             return True
         self.summary = outcome.summary
         emit(Summarized(self.summary.text, self.summary.covered_through,

@@ -1,27 +1,33 @@
-"""One error family; every message says what to do next."""
+"""The user-facing errors; every message says what to do next.
+
+Each layer has one root: `models.errors.EngineError` (an engine could not load or
+answer), `audio.errors.AudioError` (a device or an audio file), and `AssistantError`
+here. The command line shows any of them as one line; anything else is a bug, logged
+with its traceback.
+"""
+
+from assistant.events import Stage
+from audio.errors import AudioError
+from models.errors import EngineError
 
 
 class AssistantError(Exception):
-    """Base of Parley's errors. `str()` is the message shown to the user."""
+    """Base of Parley's own errors. `str()` is the message shown to the user."""
 
-    stage = "assistant"
+    stage: Stage = Stage.INTERNAL
 
 
 class ConfigError(AssistantError):
-    stage = "config"
+    """A setting (flag, environment variable, config file) is invalid."""
+
+    stage = Stage.CONFIG
 
 
 class ModelError(AssistantError):
-    """The chat model could not be loaded or did not answer."""
+    """A model (language or speech) could not be loaded."""
 
-    stage = "model"
-
-
-class PromptError(AssistantError):
-    """The prompt cannot be built (a message too large for the context)."""
-
-    stage = "prompt"
+    stage = Stage.MODEL
 
 
-class ToolError(AssistantError):
-    stage = "tool"
+USER_ERRORS: tuple[type[Exception], ...] = (AssistantError, AudioError, EngineError)
+"""What the command line reports as one clear line, without a traceback."""

@@ -1,21 +1,74 @@
-"""Typed events of a reply; text chat, voice and replay differ only in how they render them."""
+"""Typed events of a reply; text chat, voice and replay differ only in how they render them.
+
+Every event has a stable wire name (`event_type`, short kebab-case as Home Assistant's
+pipeline events and Wyoming's messages) and `to_dict()`, which replay's JSON uses: that
+JSON is an interface people script against, so names and fields change only on purpose.
+Code reacts to the event types, never to the prose a renderer shows.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar
+
+
+class Stage(StrEnum):
+    """Where a reply failed (`Error.stage`)."""
+
+    CONFIG = "config"
+    PROMPT = "prompt"
+    """The message cannot fit in the model's context."""
+    MODEL = "model"
+    """The language model failed to answer."""
+    STT = "stt"
+    TTS = "tts"
+    AUDIO = "audio"
+    REPLAY = "replay"
+    VOICE = "voice"
+    """A voice turn failed outside any one engine."""
+    INTERNAL = "internal"
+    """A bug in Parley: its traceback is logged (`--debug` shows it)."""
+
+
+class _Event:
+    event_type: ClassVar[str]
+
+    def to_dict(self) -> dict:
+        """`{"type": <wire name>, <field>: <value>, …}`, JSON-ready."""
+        data: dict = {"type": self.event_type}
+        for item in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            data[item.name] = list(value) if isinstance(value, tuple) else (
+                str(value) if isinstance(value, StrEnum) else value)
+        return data
 
 
 @dataclass(frozen=True)
-class Status:
-    """A step in progress, shown on its own dim line."""
+class Status(_Event):
+    """A step in progress, shown on its own dim line (prose for people only)."""
 
+    event_type: ClassVar[str] = "status"
     text: str
 
 
 @dataclass(frozen=True)
-class Summarized:
+class SummaryStarted(_Event):
+    """The oldest messages no longer fit: the running summary is being written."""
+
+    event_type: ClassVar[str] = "summary-start"
+
+    @property
+    def text(self) -> str:
+        return "Summarizing the earlier conversation…"
+
+
+@dataclass(frozen=True)
+class Summarized(_Event):
     """The running summary was updated; it now covers messages #1 to `covered_through`."""
 
+    event_type: ClassVar[str] = "summary"
     text: str
     """The whole summary, bullet per line."""
     covered_through: int
@@ -25,9 +78,50 @@ class Summarized:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    """The model called a tool."""
+class SummaryFailed(_Event):
+    """The summary could not be written; the oldest messages leave the prompt instead."""
 
+    event_type: ClassVar[str] = "summary-failed"
+    reason: str
+    retry_at: int
+    """The message number from which a summary is tried again."""
+
+    @property
+    def text(self) -> str:
+        return (f"Could not summarize the earlier conversation: {self.reason}. "
+                "The oldest messages are left out of the prompt instead.")
+
+
+@dataclass(frozen=True)
+class RecallHint(_Event):
+    """A passage of a message out of the prompt was put beside the user's message."""
+
+    event_type: ClassVar[str] = "recall-hint"
+    message: int
+    """The number of the message it comes from."""
+
+    @property
+    def text(self) -> str:
+        return f"Recalling message #{self.message} from earlier in this conversation"
+
+
+@dataclass(frozen=True)
+class ResearchBudgetReached(_Event):
+    """The reply used its tool calls; the model answers with what was found."""
+
+    event_type: ClassVar[str] = "research-budget-reached"
+    tool_calls: int
+
+    @property
+    def text(self) -> str:
+        return "Research budget reached; answering with what was found."
+
+
+@dataclass(frozen=True)
+class ToolCall(_Event):
+    """A tool was called (by the model)."""
+
+    event_type: ClassVar[str] = "tool-call"
     name: str
     arguments: dict
     label: str
@@ -35,30 +129,35 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class ToolResult:
+class ToolResult(_Event):
+    event_type: ClassVar[str] = "tool-result"
     name: str
     content: str
     is_error: bool = False
 
 
 @dataclass(frozen=True)
-class TextDelta:
+class TextDelta(_Event):
     """A piece of the answer as it is generated."""
 
+    event_type: ClassVar[str] = "text-delta"
     text: str
 
 
 @dataclass(frozen=True)
-class Sentence:
-    """A complete sentence of the answer, ready for speech."""
+class Sentence(_Event):
+    """A piece of the answer ready for speech: a whole sentence, or the first clause when
+    the reply was asked for one (voice starts speaking sooner)."""
 
+    event_type: ClassVar[str] = "sentence"
     text: str
 
 
 @dataclass(frozen=True)
-class ReplyDone:
+class ReplyDone(_Event):
     """The reply ended; `text` is the whole answer."""
 
+    event_type: ClassVar[str] = "reply-done"
     text: str
     cancelled: bool = False
     prompt_tokens: int = 0
@@ -67,17 +166,22 @@ class ReplyDone:
 
 
 @dataclass(frozen=True)
-class Error:
+class Error(_Event):
     """Something went wrong; `message` says what to do. The conversation is kept."""
 
-    stage: str
+    event_type: ClassVar[str] = "error"
+    stage: Stage
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stage", Stage(self.stage))  # an unknown stage is a bug
 
 
 @dataclass(frozen=True)
-class Heard:
+class Heard(_Event):
     """Voice: what speech-to-text heard in one utterance ("" when it held no words)."""
 
+    event_type: ClassVar[str] = "heard"
     text: str
     confidence: float = 1.0
     rejected: str = ""
@@ -87,22 +191,29 @@ class Heard:
 
 
 @dataclass(frozen=True)
-class Spoken:
-    """Voice: a sentence of the reply started playing."""
+class Spoken(_Event):
+    """Voice: a piece of the reply started playing."""
 
+    event_type: ClassVar[str] = "spoken"
     text: str
     seconds: float
     """Its length as audio."""
 
 
 @dataclass(frozen=True)
-class Interrupted:
+class Interrupted(_Event):
     """Voice: the user spoke over the reply; playback stopped and the rest was dropped."""
 
+    event_type: ClassVar[str] = "interrupted"
     spoken_seconds: float
     heard_text: str
     """What the user heard of the reply before it stopped."""
 
 
-Event = (Status | Summarized | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone | Error
-         | Heard | Spoken | Interrupted)
+Event = (Status | SummaryStarted | Summarized | SummaryFailed | RecallHint
+         | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone
+         | Error | Heard | Spoken | Interrupted)
+EVENT_TYPES: tuple[type, ...] = (
+    Status, SummaryStarted, Summarized, SummaryFailed, RecallHint, ResearchBudgetReached,
+    ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard, Spoken, Interrupted)
+"""Every event, in the order the README documents them."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,9 @@ from memory.summary import (
     summary_request,
 )
 from models.base import CancelToken, ChatModel, PromptMessage, TextChunk, UsageChunk
+from models.errors import EngineError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,12 @@ def write_summary(
                 output += chunk.text
             elif isinstance(chunk, UsageChunk):
                 tokens = chunk.completion_tokens
-    except Exception as exc:  # the reply goes on without a summary
+    except EngineError as exc:  # the reply goes on without a summary
+        log.debug("the summary's model call failed", exc_info=True)
         return SummaryOutcome(None, failure=f"the model failed ({exc})")
+    except Exception as exc:  # a bug, but the reply must still go on without a summary
+        log.exception("writing the summary failed")
+        return SummaryOutcome(None, failure=f"it failed ({type(exc).__name__}: {exc})")
     if cancel.cancelled:
         return SummaryOutcome(None, cancelled=True)
     if clock() > deadline:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import logging
 import math
 import operator
 from collections.abc import Callable
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from models.base import ToolSpec
+
+log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 4000
 
@@ -41,16 +44,14 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]
 
-    def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
-
     def label(self, name: str, arguments: dict) -> str:
         tool = self._tools.get(name)
         if tool is None:
             return f"Calling unknown tool {name!r}"
         try:
             return tool.label(arguments)
-        except Exception:  # a label must never break a reply
+        except Exception:  # a label must never break a reply (tools are an extension point)
+            log.debug("the label of tool %s failed", name, exc_info=True)
             return f"Using {name}"
 
     def call(self, name: str, arguments: dict) -> tuple[str, bool]:
@@ -64,7 +65,8 @@ class ToolRegistry:
             return f"Error: {problem}", True
         try:
             result = tool.run(arguments)
-        except Exception as exc:
+        except Exception as exc:  # any tool's failure is a result the model reads
+            log.debug("tool %s failed", name, exc_info=True)
             return f"Error: {name} failed: {exc}", True
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "\n[…result cut at 4,000 characters]"

@@ -51,18 +51,6 @@ def test_flags_after_subcommand_do_not_reset_earlier_ones():
     assert (args.ctx, args.max_tool_calls) == (2048, 2)
 
 
-def test_toml_config_fills_settings_flags_win(tmp_path, monkeypatch):
-    from assistant.cli.main import config_defaults
-
-    config = tmp_path / "parley.toml"
-    config.write_text('ctx = 4096\nmax-tool-calls = 1\n')
-    defaults = config_defaults(["--config", str(config)])
-    parser = build_parser()
-    parser.set_defaults(**defaults)
-    args = parser.parse_args(["--config", str(config), "--ctx", "2048"])
-    assert (args.ctx, args.max_tool_calls) == (2048, 1)
-
-
 def test_bad_config_is_a_clear_exit_2(tmp_path, capsys):
     from assistant.cli.main import main
 

@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 
 from assistant import history_tool
 from assistant.conversation import Conversation, ReplySettings
-from assistant.events import ReplyDone, Status, Summarized, ToolCall, ToolResult
+from assistant.events import (
+    RecallHint,
+    ReplyDone,
+    Summarized,
+    SummaryFailed,
+    SummaryStarted,
+    ToolCall,
+    ToolResult,
+)
 from assistant.tools import builtin_tools
 from memory import Message, read_message, search_history
 from memory.history import group_exchanges
@@ -28,7 +36,8 @@ from memory.summary import (
     summary_request,
 )
 from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
-from tests.fakes import ScriptedChatModel, texts
+from models.errors import EngineError
+from tests.fakes import ScriptedChatModel
 
 BILLING = "  billing:\n    image: billing:2.1\n    ports:\n      - '8101:8101'\n"
 
@@ -308,8 +317,7 @@ def test_the_summary_event_comes_before_the_tool_call_in_the_reply_that_summariz
     events: list = []
     conversation.reply(filler(3)[0], events.append)
     kinds = [type(e) for e in events]
-    assert texts(events, Status)[0] == "Summarizing the earlier conversation…"
-    assert kinds.index(Status) < kinds.index(Summarized) < kinds.index(ToolCall)
+    assert kinds.index(SummaryStarted) < kinds.index(Summarized) < kinds.index(ToolCall)
     summary = next(e for e in events if isinstance(e, Summarized))
     assert summary.covered_through == conversation.summary.covered_through
     assert summary.text.startswith("- (#1–#2) The user and the assistant talked about")
@@ -332,9 +340,10 @@ def test_a_summary_that_times_out_falls_back_and_waits_six_messages():
     conversation = Conversation(model, builtin_tools(), ReplySettings(answer_tokens=256),
                                 clock=lambda: next(ticks))
     events = chat(conversation, model, *(filler(n) for n in range(4)))
-    statuses = texts(events, Status)
-    assert "Summarizing the earlier conversation…" in statuses
-    assert any("took longer than 120 s" in s for s in statuses)
+    assert any(isinstance(e, SummaryStarted) for e in events)
+    failed = [e for e in events if isinstance(e, SummaryFailed)]
+    assert failed and failed[0].reason == "it took longer than 120 s"
+    assert failed[0].retry_at == 7 + 6
     assert not [e for e in events if isinstance(e, Summarized)]
     assert conversation.summary == RunningSummary(retry_at=7 + 6)
     attempts = len(model.summary_requests)
@@ -347,9 +356,10 @@ def test_a_summary_that_times_out_falls_back_and_waits_six_messages():
 
 def test_a_failing_summarizer_falls_back_to_dropping():
     conversation, model = make()
-    model.summaries.append(RuntimeError("out of memory"))
+    model.summaries.append(EngineError("out of memory"))
     events = chat(conversation, model, *(filler(n) for n in range(4)))
-    assert any("the model failed (out of memory)" in s for s in texts(events, Status))
+    assert [e.reason for e in events if isinstance(e, SummaryFailed)] == [
+        "the model failed (out of memory)"]
     assert isinstance(events[-1], ReplyDone) and events[-1].text.startswith("Answer 3")
 
 
@@ -376,7 +386,7 @@ def test_cancelling_while_summarizing_ends_the_reply_without_a_summary():
 
     def emit(event: object) -> None:
         events.append(event)
-        if isinstance(event, Status) and event.text.startswith("Summarizing"):
+        if isinstance(event, SummaryStarted):
             cancel.cancel()
 
     before = conversation.history.messages
@@ -412,13 +422,13 @@ def test_a_strong_match_in_a_covered_message_becomes_a_recall_hint():
          *(filler(n) for n in range(3)))
     assert conversation.summary.covered_through >= 2
     events = chat(conversation, model, ("Which port does the billing service use?", "8101."))
-    assert "Recalling message #1 from earlier in this conversation" in texts(events, Status)
+    assert RecallHint(1) in events
     current = model.prompts[-1][-1].content
     assert current.startswith("Which port does the billing service use?")
     assert "message #1" in current and "8101:8101" in current
     assert len(current) < 700 + 200
     events = chat(conversation, model, ("Thanks, that helps.", "Glad to help."))
-    assert not any(s.startswith("Recalling") for s in texts(events, Status))
+    assert not any(isinstance(e, RecallHint) for e in events)
 
 
 def test_clear_forgets_the_summary_too():

@@ -4,6 +4,7 @@ from assistant.conversation import Conversation, ReplySettings
 from assistant.events import Error, ReplyDone, Sentence, TextDelta, ToolCall, ToolResult
 from assistant.tools import builtin_tools
 from models.base import CancelToken
+from models.errors import EngineError
 from tests.fakes import ScriptedChatModel, texts
 
 
@@ -69,7 +70,7 @@ def test_fitting_drops_old_research_then_old_exchanges_keeps_current():
     conversation, model = make(context_size=1200, answer_tokens=200)
     model.enqueue('<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}'
                   '</tool_call>', "A" * 1200, "B" * 1200, "C" * 1200,
-                  RuntimeError("summarizer down"), "fine")
+                  EngineError("summarizer down"), "fine")
     for question in ["first", "second", "third", "fourth"]:
         conversation.reply(question, lambda e: None)
     assert conversation.summary.covered_through == 0
@@ -93,12 +94,33 @@ def test_current_message_that_cannot_fit_is_a_clear_error_and_keeps_history():
 
 def test_model_failure_keeps_the_conversation():
     conversation, model = make()
-    model.enqueue("Hi.", RuntimeError("server went away"))
+    model.enqueue("Hi.", EngineError("server went away"))
     conversation.reply("hello", lambda e: None)
     events: list = []
     conversation.reply("again", events.append)
     assert "server went away" in next(e for e in events if isinstance(e, Error)).message
     assert len(conversation.history) == 2
+
+
+def test_a_bug_inside_the_core_is_logged_with_its_traceback_and_keeps_the_conversation(
+        monkeypatch, caplog):
+    conversation, model = make()
+    model.enqueue("Hi.")
+    conversation.reply("hello", lambda e: None)
+
+    def broken_fit(*args, **kwargs):
+        raise KeyError("a bug in fitting")
+
+    monkeypatch.setattr("assistant.prompt.fit_history", broken_fit)
+    events: list = []
+    with caplog.at_level("DEBUG", logger="assistant"):
+        assert conversation.reply("again", events.append) is None
+    error = next(e for e in events if isinstance(e, Error))
+    assert error.stage == "internal" and "a bug in fitting" in error.message
+    assert "--debug" in error.message
+    record = next(r for r in caplog.records if r.levelname == "ERROR")
+    assert record.exc_info and "broken_fit" in caplog.text
+    assert [m.content for m in conversation.history.messages] == ["hello", "Hi."]
 
 
 def test_cancel_stops_reply_and_keeps_what_was_said():
@@ -115,3 +137,17 @@ def test_cancel_stops_reply_and_keeps_what_was_said():
     done = conversation.reply("count", emit, token)
     assert done.cancelled and done.text.startswith("One.") and "Six" not in done.text
     assert conversation.history.messages[-1].content == done.text
+
+
+def test_the_prepared_prefix_is_the_beginning_of_the_next_replys_prompt():
+    conversation, model = make()
+    model.enqueue("Hi.", '<tool_call>{"name": "clock", "arguments": {}}</tool_call>', "Noon.")
+    conversation.reply("hello", lambda e: None)
+    conversation.prepare_next()
+    conversation.reply("what time is it?", lambda e: None)
+    prepared, used = model.prefills[-1], model.prompts[1]
+    assert used[:len(prepared)] == prepared and used[len(prepared)].content == "what time is it?"
+    conversation.prepare_next()  # after a tool call, its result is in the prefix too
+    assert [(m.role, m.content) for m in model.prefills[-1][-3:]] == [
+        ("user", "what time is it?"), ("tool", model.prompts[-1][-1].content),
+        ("assistant", "Noon.")]

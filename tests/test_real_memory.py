@@ -5,7 +5,7 @@ import re
 import pytest
 
 from assistant.bench.memory import build_conversation
-from assistant.events import ReplyDone, Status, Summarized
+from assistant.events import RecallHint, ReplyDone, Summarized, SummaryStarted
 
 pytestmark = pytest.mark.real
 
@@ -26,14 +26,13 @@ def test_a_long_chat_is_summarized_and_a_covered_fact_is_recalled(model):
     events: list = []
     done = conversation.reply("Which port does the billing service use in the compose file?",
                               events.append)
-    statuses = [e.text for e in events if isinstance(e, Status)]
-    assert statuses[0] == "Summarizing the earlier conversation…"
+    assert isinstance(events[0], SummaryStarted)
     summary = next(e for e in events if isinstance(e, Summarized))
     assert summary.covered_through == conversation.summary.covered_through > 2
     numbers = [int(n) for n in re.findall(r"^- \(#(\d+)", summary.text, re.MULTILINE)]
     assert numbers == sorted(numbers) and numbers[0] == 1  # one bullet per exchange, in order
     assert len(summary.text) <= 2000 and key not in summary.text
     # The paste is out of the prompt; its billing block comes back as a recall hint.
-    assert "Recalling message #1 from earlier in this conversation" in statuses
+    assert RecallHint(1) in events
     assert isinstance(done, ReplyDone) and done.text
     assert done.prompt_tokens <= 1536 - 160

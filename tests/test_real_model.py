@@ -96,14 +96,85 @@ def test_real_model_counts_tokens_and_reuses_prompt_prefix():
 
 
 def test_thread_flags_reach_llama_cpp_and_defaults_leave_a_core_free():
-    from assistant.cli.main import build_parser, load_model
+    from assistant.cli.engines import load_model
+    from assistant.cli.main import build_parser
+    from assistant.cli.settings import resolve
 
-    args = build_parser().parse_args(["chat", "--threads", "1", "--batch-threads", "2",
-                                      "--ctx", "1024"])
-    model = load_model(args)
+    def settings(*argv: str):
+        return resolve(build_parser().parse_args(["chat", *argv]), environ={})
+
+    model = load_model(settings("--threads", "1", "--batch-threads", "2", "--ctx", "1024"))
     assert (model._llm.n_threads, model._llm.n_threads_batch) == (1, 2)
-    default = load_model(build_parser().parse_args(["chat", "--ctx", "1024"]))
+    default = load_model(settings("--ctx", "1024"))
     cores = os.cpu_count() or 1
     # Generating on every core stalls beside any other work; reading the prompt does not.
     assert default._llm.n_threads == 1 if cores < 4 else 2 <= default._llm.n_threads < cores
     assert default._llm.n_threads_batch == min(cores, 4)
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    from models.embedded import default_llm
+    from models.llama import LlamaChatModel
+
+    return LlamaChatModel(default_llm(), context_size=512)
+
+
+def test_a_prompt_beyond_the_context_is_an_engine_error(small_model):
+    from models.base import PromptMessage
+    from models.errors import EngineError, PromptTooLong
+
+    with pytest.raises(PromptTooLong, match="the context holds 512") as caught:
+        list(small_model.stream([PromptMessage("user", "word " * 600)], [], 16))
+    assert isinstance(caught.value, EngineError)
+
+
+def test_llama_cpp_failures_while_generating_are_engine_errors(small_model, monkeypatch):
+    from models.base import PromptMessage
+    from models.errors import EngineError
+
+    def failing(*args, **kwargs):
+        yield {"choices": [{"text": "Hel"}]}
+        raise RuntimeError("llama_decode returned -3")
+
+    monkeypatch.setattr(small_model._llm, "create_completion", failing)
+    with pytest.raises(EngineError, match="failed while answering: llama_decode") as caught:
+        list(small_model.stream([PromptMessage("user", "Say hello.")], [], 8))
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    with pytest.raises(EngineError, match="failed while reading the prompt ahead"):
+        small_model.prefill([PromptMessage("system", "You are Parley, a test."),
+                             PromptMessage("user", "Count the stars in this sentence.")], [])
+
+
+# What Qwen2.5's and Llama 3.1's templates do with tools: print each call's arguments with
+# `tojson` (a JSON string would come out quoted), and the tool's name on its result.
+TOOL_TEMPLATE = """\
+{% if tools %}<tools>{% for tool in tools %}{{ tool | tojson }}{% endfor %}</tools>{% endif %}
+{% for message in messages %}
+{% if message.tool_calls %}{% for call in message.tool_calls %}
+<call>{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}\
+</call>{{ message.content }}
+{% endfor %}
+{% elif message.role == "tool" %}<result of="{{ message.name }}">{{ message.content }}</result>
+{% else %}<{{ message.role }}>{{ message.content }}
+{% endif %}
+{% endfor %}
+"""
+
+
+def test_templates_that_know_tools_get_calls_and_results_they_can_print(small_model,
+                                                                        monkeypatch):
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from models.base import PromptMessage, ToolSpec
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    monkeypatch.setattr(small_model, "_template", env.from_string(TOOL_TEMPLATE))
+    monkeypatch.setattr(small_model, "native_tools", True)
+    text = small_model._render(
+        [PromptMessage("user", "What time is it?"),
+         PromptMessage("tool", "12:00", "clock", {"zone": "UTC"})],
+        [ToolSpec("clock", "Tells the time.", {"type": "object"})], True)
+    assert '<call>{"name": "clock", "arguments": {"zone": "UTC"}}</call>\n' in text
+    assert '<result of="clock">12:00</result>' in text
+    assert '"name": "clock"' in text.split("</tools>")[0]

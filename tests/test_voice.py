@@ -8,8 +8,9 @@ import pytest
 
 from assistant.conversation import Conversation, ReplySettings
 from assistant.tools import builtin_tools
-from assistant.voice.loop import VoiceLoop, VoiceSettings
+from assistant.voice.loop import VoiceLoop
 from assistant.voice.replay import SessionError, load_session, replay, session_json
+from assistant.voice.turns import VoiceSettings
 from audio.files import write_wav
 from audio.playback import MemorySpeaker
 from audio.segmenter import Segmenter, SegmenterSettings
@@ -73,9 +74,9 @@ def test_a_spoken_session_is_heard_answered_with_tools_and_spoken(tmp_path):
     assert turns[0]["input"] == {"audio": str((tmp_path / "hello.wav").resolve())}
     # The sentences were spoken one by one, the first before the reply was complete.
     assert tts.spoken[:2] == ["Hi!", "How can I help?"]
-    spoken = [e for e in turns[1]["events"] if e["type"] == "Spoken"]
+    spoken = [e for e in turns[1]["events"] if e["type"] == "spoken"]
     assert [e["text"] for e in spoken] == ["Six times seven is 42.", "Anything else?"]
-    calls = [e for e in turns[1]["events"] if e["type"] == "ToolCall"]
+    calls = [e for e in turns[1]["events"] if e["type"] == "tool-call"]
     assert calls and calls[0]["label"] == "Calculating 6*7"
     timings = turns[0]["timings"]
     assert timings["end_of_speech_ms"] == pytest.approx(700, abs=40)
@@ -126,7 +127,7 @@ def test_an_utterance_longer_than_the_maximum_is_cut_not_lost(tmp_path):
         tmp_path, model, [{"audio": "long.wav"}], {"long.wav": clip(2.6, TIME)},
         max_utterance_s=2.0)
     turn = report["turns"][0]
-    heard = [e for e in turn["events"] if e["type"] == "Heard"]
+    heard = [e for e in turn["events"] if e["type"] == "heard"]
     assert len(heard) == 2 and heard[0]["cut"] is True and heard[1]["cut"] is False
     # Both parts together hold the whole clip's speech.
     assert sum(stt.heard[-2:]) >= 2.6 * RATE
@@ -156,9 +157,9 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard(tmp_path):
     assistant = report["messages"][1]
     assert assistant["role"] == "assistant" and "the user interrupted" in assistant["content"]
     assert "This is a long answer." in assistant["content"].split("[")[1]
-    assert [e["type"] for e in first["events"]].count("Interrupted") == 1
+    assert [e["type"] for e in first["events"]].count("interrupted") == 1
     # Only sentences that had started playing are reported as spoken.
-    spoken = [e["seconds"] for e in first["events"] if e["type"] == "Spoken"]
+    spoken = [e["seconds"] for e in first["events"] if e["type"] == "spoken"]
     assert sum(spoken[:-1]) < first["spoken_seconds"] <= sum(spoken) + 0.05
 
 
@@ -196,7 +197,7 @@ def test_the_lookup_step_is_labelled_in_voice(tmp_path):
         tmp_path, model,
         [{"text": "The billing port is 8101."}, {"audio": "hello.wav"}],
         {"hello.wav": clip(1.0, HELLO)})
-    labels = [e["label"] for e in report["turns"][1]["events"] if e["type"] == "ToolCall"]
+    labels = [e["label"] for e in report["turns"][1]["events"] if e["type"] == "tool-call"]
     assert labels == ["Searching earlier in this conversation for “billing port”"]
     assert model.offered[1].count("conversation_history") == 1
     assert "conversation_history" not in model.offered[0]  # nothing earlier to look back on
@@ -254,8 +255,7 @@ def test_voice_summarizes_what_no_longer_fits_and_passes_the_summary_on(tmp_path
         loop.close()
     report = session_json(loop, session, produced)
     events = [e for turn in report["turns"] for e in turn["events"]]
-    statuses = [e["text"] for e in events if e["type"] == "Status"]
-    assert "Summarizing the earlier conversation…" in statuses
+    assert "summary-start" in [e["type"] for e in events]
     assert report["summary"]["covered_through"] >= 2
     # The spoken turn's prompt holds the summary instead of what it covers.
     spoken_prompt = model.prompts[-1]

@@ -66,7 +66,8 @@ def prompt_building(model: LlamaChatModel) -> None:
 
     def build() -> float:
         start = time.perf_counter()
-        conversation._prompt(current.seq, tools)
+        conversation.prompts.build(conversation.history.messages, conversation.summary,
+                                   current.seq, tools)
         return (time.perf_counter() - start) * 1000
 
     model._counts.clear()

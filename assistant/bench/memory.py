@@ -187,7 +187,7 @@ def build_conversation(model, hints: bool):
 
 
 def bench_summary_and_recall(model_path: str | None, ctx: int, only: str | None) -> None:
-    from assistant.events import Status, Summarized, ToolCall
+    from assistant.events import RecallHint, Summarized, ToolCall
     from assistant.summarizer import write_summary
     from memory.history import group_exchanges
     from memory.summary import RunningSummary, SummaryPlan
@@ -235,8 +235,7 @@ def bench_summary_and_recall(model_path: str | None, ctx: int, only: str | None)
                 answer = done.text if done else ""
                 result.correct += bool(re.search(expected, answer, re.IGNORECASE))
                 result.tool_calls += sum(isinstance(e, ToolCall) for e in events)
-                result.hints += sum(isinstance(e, Status) and e.text.startswith("Recalling")
-                                    for e in events)
+                result.hints += sum(isinstance(e, RecallHint) for e in events)
                 covered = any(isinstance(e, Summarized) for e in events)
                 print(f"    {'hints' if hints else 'no hints'}: {question!r} -> "
                       f"{answer[:90]!r}{' (summarized first)' if covered else ''}")

@@ -235,7 +235,7 @@ ATTEMPTS: list[tuple[str, dict, dict]] = [
 
 
 def run_attempt(number: int, turns: int) -> dict:
-    from assistant.voice.loop import VoiceSettings
+    from assistant.voice.turns import VoiceSettings
 
     label, changes, engine_options = ATTEMPTS[number]
     plain = {"speculative_stt": False, "prefill": False, "first_clause_words": 0,

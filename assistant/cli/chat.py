@@ -1,26 +1,24 @@
-"""Text chat: renders a reply's events on the terminal; commands start with /."""
+"""Text chat: a line typed (or piped) is a message; commands start with /."""
 
 from __future__ import annotations
 
-import threading
 from functools import partial
 from typing import TextIO
 
 from rich.console import Console
 
+from assistant.cli.render import ChatRenderer
 from assistant.conversation import Conversation
-from assistant.events import (
-    Error,
-    Event,
-    ReplyDone,
-    Status,
-    Summarized,
-    TextDelta,
-    ToolCall,
-    ToolResult,
-)
+from assistant.workers import Worker, run_interruptibly
 from memory.summary import summary_block
 from models.base import CancelToken
+
+HELP_TEXT = """Commands:
+  /help      this help
+  /history   the numbered messages of this conversation
+  /summary   the summary of earlier messages that no longer fit, and what it covers
+  /clear     forget the conversation and start again
+  /quit      end (or Ctrl-D); Ctrl-C stops a reply but keeps the conversation"""
 
 
 class ChatSession:
@@ -28,29 +26,11 @@ class ChatSession:
                  console: Console | None = None) -> None:
         self.conversation = conversation
         self.interactive = interactive
-        self._prepared: threading.Event | None = None
+        self._prepared: Worker | None = None
         # Piped output stays plain text, so transcripts compare exactly.
         self.console = console or Console(highlight=False, markup=False,
                                           force_terminal=interactive or None)
-
-    def render(self, event: Event) -> None:
-        out = self.console
-        if isinstance(event, TextDelta):
-            out.print(event.text, end="", soft_wrap=True)
-        elif isinstance(event, (Status, ToolCall)):
-            text = event.text if isinstance(event, Status) else event.label
-            out.print(f"· {text}…" if not text.endswith("…") else f"· {text}", style="dim")
-        elif isinstance(event, Summarized):
-            new = len(event.new_bullets)
-            out.print(f"· Summarized the earlier conversation up to #{event.covered_through} "
-                      f"({new} new bullet{'s' if new != 1 else ''}; /summary shows it)",
-                      style="dim")
-        elif isinstance(event, ToolResult) and event.is_error:
-            out.print(f"· {event.name}: {event.content}", style="dim")
-        elif isinstance(event, ReplyDone):
-            out.print(" [stopped]" if event.cancelled else "", style="dim")
-        elif isinstance(event, Error):
-            out.print(f"! {event.message}", style="bold red")
+        self.render = ChatRenderer(self.console).render
 
     def command(self, line: str) -> bool:
         """Handle a /command; returns False when the chat should end."""
@@ -58,7 +38,6 @@ class ChatSession:
         if name in ("/quit", "/exit"):
             return False
         if name == "/help":
-            from assistant.cli.main import HELP_TEXT
             self.console.print(HELP_TEXT)
         elif name == "/history":
             for m in self.conversation.history.messages:
@@ -84,8 +63,6 @@ class ChatSession:
                                          with_lookup=False))
 
     def run(self, stdin: TextIO) -> int:
-        from assistant.cli.main import run_in_worker
-
         if self.interactive:
             self.console.print("Parley: type a message, /help for commands, Ctrl-D to quit.",
                                style="dim")
@@ -106,27 +83,15 @@ class ChatSession:
                 continue
             cancel = CancelToken()
             self._wait_prepared()
-            run_in_worker(partial(self.conversation.reply, line, self.render, cancel), cancel)
-            self._prepare_next()
+            run_interruptibly(partial(self.conversation.reply, line, self.render, cancel),
+                              cancel.cancel)
+            # While the user types, process the next prompt's beginning (the model is idle).
+            self._prepared = Worker(self.conversation.prepare_next, "prepare")
         # Leaving while llama.cpp still runs on a daemon thread can crash the interpreter.
         self._wait_prepared()
         return 0
 
-    def _prepare_next(self) -> None:
-        """While the user types, process the next prompt's beginning (the model is idle)."""
-        done = threading.Event()
-
-        def prepare() -> None:
-            try:
-                self.conversation.prepare_next()
-            finally:
-                done.set()
-
-        threading.Thread(target=prepare, name="prepare", daemon=True).start()
-        self._prepared = done
-
     def _wait_prepared(self) -> None:
         # One model, one user at a time: the reply waits for the preparation to finish.
-        # An Event, not Thread.join, so Ctrl-C cannot confuse it (see run_in_worker).
         if self._prepared is not None:
             self._prepared.wait()

@@ -9,91 +9,44 @@ listening goes on while Parley thinks and speaks.
 
 from __future__ import annotations
 
-import dataclasses
+import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from assistant.conversation import Conversation
-from assistant.errors import AssistantError
 from assistant.events import (
     Error,
     Event,
     Heard,
     Interrupted,
     ReplyDone,
+    Sentence,
     Spoken,
+    Stage,
     Status,
     TextDelta,
 )
-from assistant.sentences import SentenceSplitter
-from assistant.voice.speech_out import SpokenReply
+from assistant.voice.speech_out import SpeakerStalled, SpokenReply
+from assistant.voice.turns import (
+    FIRST_AUDIO_WAIT_S,
+    TurnRecord,
+    VoiceSettings,
+    event_json,
+    first_samples,
+    heard_events,
+)
+from assistant.workers import Worker
 from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
 from models.base import CancelToken
+from models.errors import EngineError
 from models.speech import SpeechToText, TextToSpeech, Transcript
 
-FIRST_AUDIO_WAIT_S = 3.0
-"""At most this long the model waits for the first sentence's audio."""
-
-
-@dataclass(frozen=True)
-class VoiceSettings:
-    """How the loop listens and talks."""
-
-    push_to_talk: bool = False
-    """Listen only between Enter presses (or until the end-of-speech silence)."""
-    barge_in: bool = False
-    """Keep listening while speaking; the user's speech stops playback and the reply.
-    Off by default: without a headset or echo canceller Parley would hear itself."""
-    echo_tail_ms: int = 300
-    """After playback ends the microphone is ignored this much longer (room echo)."""
-    speculative_stt: bool = True
-    """Start transcribing at the first pause, during the end-of-speech wait."""
-    first_clause_words: int = 4
-    """Speak the first clause (at a comma) once it has this many words; 0 waits for the
-    whole first sentence."""
-    prefill: bool = True
-    """Between turns, process the next prompt's beginning so a reply starts sooner."""
-    first_audio_first: bool = True
-    """Pause the model while the first sentence is synthesized: on a small machine the two
-    compete for the same cores, and the user waits for that first audio."""
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.echo_tail_ms <= 5000:
-            raise ValueError("echo_tail_ms must be between 0 and 5000")
-
-
-@dataclass
-class TurnRecord:
-    """One thing heard or typed, what was answered, and when each step happened."""
-
-    source: str
-    """"audio" or "text"."""
-    started: float
-    """Clock time the turn began: the end of speech was detected, or the line was typed."""
-    heard: str = ""
-    reply: str = ""
-    events: list[dict] = field(default_factory=list)
-    interrupted: bool = False
-    spoken_seconds: float = 0.0
-    timings: dict[str, float | None] = field(default_factory=dict)
-    finished: threading.Event = field(default_factory=threading.Event, repr=False)
-    audio: list[np.ndarray] = field(default_factory=list, repr=False)
-    """The reply's audio, kept only for `parley replay --audio-out`."""
-
-    def first_audio_seen(self) -> bool:
-        return self.timings.get("first_audio_ms") is not None
-
-
-def event_json(event: Event, ms: float) -> dict:
-    data = {"ms": round(ms, 1), "type": type(event).__name__}
-    data.update(dataclasses.asdict(event))
-    return data
+log = logging.getLogger(__name__)
 
 
 class VoiceLoop:
@@ -134,9 +87,7 @@ class VoiceLoop:
         self._current: TurnRecord | None = None
         self._interrupted_at = float("-inf")
         self._closing = False
-        self._worker_done = threading.Event()
-        self._worker = threading.Thread(target=self._work, name="reply", daemon=True)
-        self._worker.start()
+        self._worker = Worker(self._answer_turns, "reply")
 
     # -- audio in (the caller's thread) -----------------------------------------------
 
@@ -234,8 +185,7 @@ class VoiceLoop:
             self._closing = True
             self.interrupt()
             self._turns.put(None)
-        # An Event, not Thread.join, so Ctrl-C cannot confuse it (bpo-45274).
-        if not self._worker_done.wait(timeout):
+        if not self._worker.wait(timeout):
             return False
         self._stt.shutdown(wait=True, cancel_futures=True)
         return True
@@ -304,12 +254,6 @@ class VoiceLoop:
         if self.settings.prefill and self._turns.empty():
             self.prefilled_tokens += self.conversation.prepare_next()
 
-    def _work(self) -> None:
-        try:
-            self._answer_turns()
-        finally:
-            self._worker_done.set()
-
     def _answer_turns(self) -> None:
         self._prepare()
         while True:
@@ -320,9 +264,10 @@ class VoiceLoop:
             record, payload = item
             try:
                 self._turn(record, payload)
-            except Exception as exc:  # one bad turn must not end the session
-                self._emit(record, Error("voice", f"That turn failed ({exc}); the "
-                                                  "conversation is kept, try again."))
+            except Exception as exc:  # a bug; one bad turn must not end the session
+                log.exception("a voice turn failed")
+                self._emit(record, Error(Stage.VOICE, f"That turn failed ({exc}); the "
+                                                      "conversation is kept, try again."))
             finally:
                 record.finished.set()
                 try:
@@ -340,11 +285,14 @@ class VoiceLoop:
             future, cut = payload
             try:
                 transcript, heard_at = future.result()
-            except Exception as exc:
-                self._emit(record, Error("stt", f"Speech-to-text failed ({exc}); say it "
-                                                "again or type it."))
+            except EngineError as exc:
+                self._emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); say it "
+                                                    "again or type it."))
                 return
             record.timings["stt_ms"] = self._ms_since(record, heard_at)
+            log.debug("heard %.1f s of speech: transcript %.0f ms after the end of speech "
+                      "(%s)", record.timings.get("speech_seconds") or 0.0,
+                      record.timings["stt_ms"], transcript.rejected or "words")
             self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
                                      transcript.rejected, cut))
             if not transcript.text or record.started < self._interrupted_at:
@@ -360,39 +308,34 @@ class VoiceLoop:
         speech = SpokenReply(
             self.tts, self.output, cancel,
             on_sentence=lambda sentence: self._spoken(record, sentence, speech),
-            on_error=lambda message: self._emit(record, Error("tts", message)),
+            on_error=lambda message: self._emit(record, Error(Stage.TTS, message)),
             on_audio=record.audio.append if self.keep_audio else None,
             clock=self.clock)
         with self._lock:
             self._cancel, self._speech, self._current = cancel, speech, record
 
-        # Its own splitter: speech may start at the first clause, before a full sentence.
-        splitter = SentenceSplitter(self.settings.first_clause_words)
-
         def on_event(event: Event) -> None:
-            if isinstance(event, TextDelta):
-                if "first_token_ms" not in record.timings:
-                    record.timings["first_token_ms"] = self._ms_since(record)
-                for piece in splitter.feed(event.text):
-                    first = "first_sentence_ms" not in record.timings
-                    if first:
-                        record.timings["first_sentence_ms"] = self._ms_since(record)
-                    speech.say(piece)
-                    if first and self.settings.first_audio_first:
-                        speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
+            if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
+                record.timings["first_token_ms"] = self._ms_since(record)
+            elif isinstance(event, Sentence) and not cancel.cancelled:
+                first = "first_sentence_ms" not in record.timings
+                if first:
+                    record.timings["first_sentence_ms"] = self._ms_since(record)
+                speech.say(event.text)
+                if first and self.settings.first_audio_first:
+                    speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
             if not isinstance(event, ReplyDone):
                 self._emit(record, event)
 
         try:
-            done = self.conversation.reply(text, on_event, cancel)
-            if not cancel.cancelled and done is not None:
-                for piece in splitter.finish():
-                    speech.say(piece)
+            # Speech may start at the first clause, before a full sentence.
+            done = self.conversation.reply(text, on_event, cancel,
+                                           self.settings.first_clause_words)
             speech.close()
             try:
                 speech.join()
-            except AssistantError as exc:  # the speaker failed: the reply stands as text
-                self._emit(record, Error("tts", f"{exc} The reply is shown as text."))
+            except SpeakerStalled as exc:  # the speaker failed: the reply stands as text
+                self._emit(record, Error(Stage.TTS, f"{exc} The reply is shown as text."))
         except BaseException:
             speech.stop()  # an unexpected failure: say nothing more of this reply
             raise
@@ -405,9 +348,9 @@ class VoiceLoop:
         record.spoken_seconds = round(speech.spoken_seconds, 2)
         record.interrupted = speech.stopped
         if speech.stopped:  # sentences synthesized ahead but never heard were not spoken
-            record.events = _heard_events(record.events, speech.spoken_seconds)
+            record.events = heard_events(record.events, speech.spoken_seconds)
         if speech.stopped and record.audio:  # keep only the audio that was actually heard
-            record.audio = _first_samples(record.audio,
+            record.audio = first_samples(record.audio,
                                           round(speech.spoken_seconds * self.tts.sample_rate))
         if speech.stopped and done is not None and done.text:
             heard = speech.heard_text()
@@ -425,25 +368,3 @@ class VoiceLoop:
             # Set as it happens, so replay can time a barge-in into this reply.
             record.timings["first_audio_ms"] = self._ms_since(record, speech.first_audio_at)
         self._emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))
-
-
-def _first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
-    kept: list[np.ndarray] = []
-    for chunk in chunks:
-        if count <= 0:
-            break
-        kept.append(chunk[:count])
-        count -= len(chunk)
-    return kept
-
-
-def _heard_events(events: list[dict], spoken_seconds: float) -> list[dict]:
-    """Drop the `Spoken` events of sentences that had not started playing at the stop."""
-    kept, started = [], 0.0
-    for event in events:
-        if event["type"] == Spoken.__name__:
-            if started >= spoken_seconds:
-                continue
-            started += event["seconds"]
-        kept.append(event)
-    return kept

@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from assistant.errors import AssistantError
-from assistant.voice.loop import TurnRecord, VoiceLoop
+from assistant.events import Stage
+from assistant.voice.loop import VoiceLoop
+from assistant.voice.turns import TurnRecord
 from audio.files import AudioFileError, frames_of, read_audio
 
 SAMPLE_RATE = 16000
@@ -26,7 +28,9 @@ TRAILING_SILENCE_S = 1.5
 
 
 class SessionError(AssistantError):
-    stage = "replay"
+    """A session file cannot be replayed; the message names the file and the turn."""
+
+    stage = Stage.REPLAY
 
 
 @dataclass(frozen=True)

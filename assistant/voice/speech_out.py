@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -11,16 +12,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from assistant.errors import AssistantError
+from assistant.events import Stage
+from assistant.workers import Worker
+from audio.errors import AudioError
 from models.base import CancelToken
+from models.errors import EngineError
 from models.speech import TextToSpeech
 
+log = logging.getLogger(__name__)
 _END = object()
 STALL_MARGIN_S = 5.0
 """How much longer than the reply's audio playback may take before the speaker counts as hung."""
 
 
 class SpeakerStalled(AssistantError):
-    stage = "tts"
+    """The speaker took no audio for longer than the reply lasts."""
+
+    stage = Stage.TTS
 
 
 @dataclass
@@ -61,8 +69,7 @@ class SpokenReply:
         """Set when the first audio is out (or speaking ended without any)."""
         self._queue: queue.Queue = queue.Queue()
         output.reset_counter()
-        self._worker = threading.Thread(target=self._run, name="speak", daemon=True)
-        self._worker.start()
+        self._worker = Worker(self._run, "speak")
 
     def say(self, sentence: str) -> None:
         self._queue.put(sentence)
@@ -82,7 +89,7 @@ class SpokenReply:
         A speaker that stops taking audio (a hung sound server) must not leave Parley deaf
         for ever: past the reply's length and a margin it is stopped and reported.
         """
-        self._worker.join()
+        self._worker.wait()
         if self.stopped:
             return
         left = sum(s.seconds for s in self.sentences) - self.output.played_seconds
@@ -125,10 +132,13 @@ class SpokenReply:
                 return
             try:
                 spoken: SpokenSentence | None = None
+                started = self.clock()
                 for chunk in self.tts.synthesize(item):
                     if self.stopped or self.cancel.cancelled:
                         return
                     seconds = len(chunk) / self.tts.sample_rate
+                    log.debug("synthesized %.2f s of audio for %d characters in %.0f ms",
+                              seconds, len(item), (self.clock() - started) * 1000)
                     if self.first_audio_at is None:
                         self.first_audio_at = self.clock()
                     self.output.play(chunk, self.tts.sample_rate)
@@ -141,5 +151,7 @@ class SpokenReply:
                     else:
                         spoken.seconds += seconds
             except Exception as exc:  # speech failed: the text reply still stands
+                if not isinstance(exc, EngineError | AudioError):
+                    log.exception("speaking a sentence failed")
                 self.on_error(f"Speech output failed ({exc}); the reply is shown as text.")
                 return

@@ -1,0 +1,100 @@
+"""Building the conversation and the engines the settings ask for."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+
+from assistant.conversation import Conversation, ReplySettings
+from assistant.errors import ConfigError, ModelError
+from assistant.tools import builtin_tools
+from models.base import ChatModel
+from models.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+VOICE_HISTORY_MESSAGES = 400
+"""A voice conversation keeps at most this many messages (the record's voice limit)."""
+
+
+def load_model(args: argparse.Namespace) -> ChatModel:
+    """The chat model the settings ask for: a remote server, a GGUF, or the embedded one."""
+    if args.llm_url:
+        from models.openai_compat import OpenAIChatModel
+
+        return OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
+                               context_size=args.ctx, timeout=args.llm_timeout)
+    from models.embedded import default_llm
+    from models.llama import LlamaChatModel
+
+    started = time.monotonic()
+    try:
+        model = LlamaChatModel(args.llm_model or default_llm(), context_size=args.ctx,
+                               threads=args.threads, batch_threads=args.batch_threads)
+    except EngineError as exc:
+        raise ModelError(f"Cannot load the language model: {exc}. "
+                         "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc
+    log.debug("loaded the language model %s in %.2f s", model.name, time.monotonic() - started)
+    return model
+
+
+def load_conversation(args: argparse.Namespace, max_messages: int | None = None) -> Conversation:
+    if args.ctx < 512:
+        raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
+    if not 16 <= args.answer_tokens <= args.ctx // 2:
+        raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
+    try:
+        settings = ReplySettings(answer_tokens=args.answer_tokens,
+                                 max_tool_calls=args.max_tool_calls, max_messages=max_messages)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    return Conversation(load_model(args), builtin_tools(), settings)
+
+
+def voice_conversation(args: argparse.Namespace) -> Conversation:
+    return load_conversation(args, max_messages=VOICE_HISTORY_MESSAGES)
+
+
+def segmenter_settings(args: argparse.Namespace):
+    from audio.segmenter import SegmenterSettings
+
+    try:
+        return SegmenterSettings(
+            aggressiveness=args.vad_aggressiveness, pre_roll_ms=args.pre_roll_ms,
+            end_silence_ms=args.end_silence_ms, min_speech_ms=args.min_speech_ms,
+            max_utterance_s=args.max_utterance_s)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def voice_settings(args: argparse.Namespace, push_to_talk: bool = False):
+    from assistant.voice.turns import VoiceSettings
+
+    try:
+        return VoiceSettings(push_to_talk=push_to_talk, barge_in=args.barge_in,
+                             echo_tail_ms=args.echo_tail_ms)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def load_speech_engines(args: argparse.Namespace):
+    """The speech-to-text and text-to-speech engines the settings ask for."""
+    from models.piper_tts import PiperTextToSpeech
+    from models.whisper_stt import WhisperSpeechToText
+
+    started = time.monotonic()
+    try:
+        stt = WhisperSpeechToText(args.stt_model, threads=args.stt_threads)
+        tts = PiperTextToSpeech(args.voice, threads=args.tts_threads)
+    except EngineError as exc:
+        raise ModelError(str(exc)) from exc
+    log.debug("loaded speech-to-text and the voice in %.2f s", time.monotonic() - started)
+    return stt, tts
+
+
+def device(spec: str | None) -> str | int | None:
+    """A device setting: an index, or a part of a name."""
+    return int(spec) if spec is not None and spec.isdigit() else spec
+

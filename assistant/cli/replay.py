@@ -1,0 +1,71 @@
+"""`parley replay`: a recorded session through the voice path, headless, as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from assistant.cli.engines import (
+    load_speech_engines,
+    segmenter_settings,
+    voice_conversation,
+    voice_settings,
+)
+from assistant.errors import USER_ERRORS
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from assistant.voice.loop import VoiceLoop
+    from assistant.voice.replay import load_session, replay, session_json
+    from audio.playback import MemorySpeaker
+    from audio.segmenter import Segmenter
+
+    try:
+        turns = load_session(args.session)
+        segmenter = Segmenter(segmenter_settings(args))
+        settings = voice_settings(args)
+        conversation = voice_conversation(args)
+        stt, tts = load_speech_engines(args)
+    except USER_ERRORS as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 2
+    barge_in_turns = any(t.during_reply_ms is not None for t in turns)
+    # A barge-in needs a reply that is still playing, so those sessions play in real time.
+    speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns)
+    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings,
+                     keep_audio=args.audio_out is not None)
+    try:
+        produced = replay(loop, turns, fast=args.fast)
+    finally:
+        loop.close()
+    document = session_json(loop, turns, produced)
+    text = json.dumps(document, ensure_ascii=False, indent=2)
+    try:
+        if args.out is not None:
+            args.out.write_text(text + "\n", encoding="utf-8")
+        else:
+            print(text)
+        if args.audio_out is not None:
+            write_spoken_audio(args.audio_out, produced, tts.sample_rate)
+    except OSError as exc:
+        print(f"parley: cannot write the replay's output ({exc}); check the path.",
+              file=sys.stderr)
+        return 2
+    except USER_ERRORS as exc:
+        print(f"parley: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def write_spoken_audio(folder: Path, produced, sample_rate: int) -> None:
+    import numpy as np
+
+    from audio.files import write_wav
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, records in enumerate(produced, start=1):
+        chunks = [chunk for record in records for chunk in record.audio]
+        if chunks:
+            write_wav(folder / f"turn-{number:03d}.wav", np.concatenate(chunks), sample_rate)

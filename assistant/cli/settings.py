@@ -1,0 +1,203 @@
+"""Flags, `PARLEY_*` environment variables and the TOML config file, in one table.
+
+A setting's value comes from, in order: its flag, its environment variable, the config
+file, its default. Nothing is parsed while the parser is built, so `parley --help`
+works whatever the environment holds; a bad value names its variable or key and its
+value in one line (exit code 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assistant.errors import ConfigError
+
+CONFIG_PATH = Path("~/.config/parley/config.toml")
+
+
+def _whole(text: str) -> int:
+    return int(text.strip())
+
+
+def _number(text: str) -> float:
+    return float(text.strip())
+
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
+
+
+def _switch(text: str) -> bool:
+    word = text.strip().lower()
+    if word in _TRUE | _FALSE:
+        return word in _TRUE
+    raise ValueError(text)
+
+
+_WHAT: dict[Callable, str] = {_whole: "a whole number", _number: "a number",
+                              _switch: "true or false (1/0, yes/no)", str: "text", Path: "a path"}
+
+
+@dataclass(frozen=True)
+class Setting:
+    flag: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    group: str
+    commands: frozenset[str]
+    """The subcommands that take it after their name (all take it before)."""
+
+    @property
+    def dest(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+    @property
+    def env(self) -> str:
+        return f"PARLEY_{self.dest.upper()}"
+
+    @property
+    def switch(self) -> bool:
+        return self.parse is _switch
+
+
+_ALL = frozenset({"chat", "voice", "replay"})
+_SPEECH = frozenset({"voice", "replay"})
+_LIVE = frozenset({"voice"})
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("--debug", _switch, False, "show debug lines with the timings of every stage, "
+            "and tracebacks, on stderr (never a file)", "output", _ALL),
+    Setting("--llm-model", Path, None, "a GGUF chat model (default: the embedded SmolLM2-135M)",
+            "language model", _ALL),
+    Setting("--llm-url", str, None, "an OpenAI-compatible server instead, e.g. "
+            "http://host:8080/v1 (key from PARLEY_LLM_API_KEY)", "language model", _ALL),
+    Setting("--llm-name", str, "default", "the model name to ask the server for (default: "
+            "'default')", "language model", _ALL),
+    Setting("--llm-timeout", _number, 120.0, "seconds to wait for the server (default 120)",
+            "language model", _ALL),
+    Setting("--ctx", _whole, 8192, "context size in tokens (default 8192)", "language model",
+            _ALL),
+    Setting("--threads", _whole, None, "llama.cpp threads generating the answer (default: "
+            "half the cores, at most 4; more than the idle cores stalls it)", "language model",
+            _ALL),
+    Setting("--batch-threads", _whole, None, "llama.cpp threads reading the prompt (default: "
+            "the cores, at most 4)", "language model", _ALL),
+    Setting("--answer-tokens", _whole, 1024, "tokens kept free for the answer (default 1024)",
+            "language model", _ALL),
+    Setting("--max-tool-calls", _whole, 4, "research budget: tool calls per reply (default 4)",
+            "language model", _ALL),
+    Setting("--stt-model", Path, None, "a CTranslate2 Whisper model folder (default: the "
+            "embedded tiny.en)", "speech", _SPEECH),
+    Setting("--voice", Path, None, "a Piper voice .onnx, with its .onnx.json beside it "
+            "(default: the embedded en_US joe)", "speech", _SPEECH),
+    Setting("--stt-threads", _whole, 2, "speech-to-text threads (default 2)", "speech", _SPEECH),
+    Setting("--tts-threads", _whole, 2, "text-to-speech threads (default 2)", "speech", _SPEECH),
+    Setting("--push-to-talk", _switch, False, "Enter starts listening; the utterance ends at "
+            "the end-of-speech silence or at the next Enter", "listening", _LIVE),
+    Setting("--input-device", str, None, "microphone: an index or part of a name from "
+            "`parley devices` (default: the system's)", "listening", _LIVE),
+    Setting("--output-device", str, None, "speaker: an index or part of a name (default: the "
+            "system's)", "listening", _LIVE),
+    Setting("--vad-aggressiveness", _whole, 2, "0 (hears most) to 3 (ignores most noise); "
+            "default 2", "listening", _SPEECH),
+    Setting("--pre-roll-ms", _whole, 300, "audio kept from before speech was detected "
+            "(default 300)", "listening", _SPEECH),
+    Setting("--end-silence-ms", _whole, 700, "silence that ends an utterance (default 700)",
+            "listening", _SPEECH),
+    Setting("--min-speech-ms", _whole, 250, "shorter sounds are ignored as noise (default 250)",
+            "listening", _SPEECH),
+    Setting("--max-utterance-s", _number, 20.0, "an utterance is cut here and goes on as the "
+            "next (default 20)", "listening", _SPEECH),
+    Setting("--barge-in", _switch, False, "listen while speaking: your speech stops the reply "
+            "(use a headset or an echo canceller)", "listening", _SPEECH),
+    Setting("--echo-tail-ms", _whole, 300, "without --barge-in, keep ignoring the microphone "
+            "this long after speaking (default 300)", "listening", _SPEECH),
+)
+BY_DEST = {setting.dest: setting for setting in SETTINGS}
+
+
+def add_settings(parser: argparse.ArgumentParser, command: str | None) -> None:
+    """The settings `command` takes (all of them for the top level), defaults suppressed:
+    only what was typed lands in the namespace, and `resolve` fills in the rest."""
+    groups: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if command is not None and command not in setting.commands:
+            continue
+        if setting.group not in groups:
+            groups[setting.group] = parser.add_argument_group(setting.group)
+        group = groups[setting.group]
+        if setting.switch:
+            group.add_argument(setting.flag, action="store_true", default=argparse.SUPPRESS,
+                               help=f"{setting.help} ({setting.env}=1)")
+        else:
+            group.add_argument(setting.flag, type=setting.parse, default=argparse.SUPPRESS,
+                               metavar=setting.dest.upper(), help=setting.help)
+    parser.add_argument("--config", type=Path, default=argparse.SUPPRESS,
+                        help="a TOML file of settings named like the flags (default "
+                             f"{CONFIG_PATH}, or PARLEY_CONFIG)")
+
+
+def resolve(given: argparse.Namespace, environ: Mapping[str, str] = os.environ
+            ) -> argparse.Namespace:
+    """Every setting's value: typed flag, else environment, else config file, else default."""
+    values = vars(given)
+    file_values = read_config(values.get("config"), environ)
+    resolved = dict(values)
+    for setting in SETTINGS:
+        if setting.dest in values:
+            continue
+        if setting.env in environ:
+            resolved[setting.dest] = _parse(setting, environ[setting.env],
+                                            f"{setting.env}={environ[setting.env]!r}")
+        elif setting.dest in file_values:
+            path, raw = file_values[setting.dest]
+            resolved[setting.dest] = _from_toml(setting, raw, path)
+        else:
+            resolved[setting.dest] = setting.default
+    return argparse.Namespace(**resolved)
+
+
+def _parse(setting: Setting, text: str, where: str) -> Any:
+    try:
+        return setting.parse(text)
+    except ValueError:
+        raise ConfigError(f"{where} is not {_WHAT[setting.parse]} (for {setting.flag})") \
+            from None
+
+
+def _from_toml(setting: Setting, raw: Any, path: Path) -> Any:
+    where = f"{path}: {setting.flag[2:]} = {raw!r}"
+    if isinstance(raw, str):
+        return _parse(setting, raw, where)
+    accepted = {_switch: (bool,), _whole: (int,), _number: (int, float)}.get(setting.parse, ())
+    if isinstance(raw, accepted) and (setting.switch or not isinstance(raw, bool)):
+        return float(raw) if setting.parse is _number else raw
+    raise ConfigError(f"{where} is not {_WHAT[setting.parse]}")
+
+
+def read_config(explicit: Path | None, environ: Mapping[str, str]) -> dict[str, tuple[Path, Any]]:
+    """The config file's settings by name: `--config FILE`, PARLEY_CONFIG, or the default
+    path (which may be absent). Keys are flag names (`ctx = 4096`, `llm-model = "…"`)."""
+    named = explicit or (Path(environ["PARLEY_CONFIG"]) if environ.get("PARLEY_CONFIG") else None)
+    path = named or CONFIG_PATH.expanduser()
+    if not path.is_file():
+        if named is not None:
+            raise ConfigError(f"no config file at {path}")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc})") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path} ({exc.strerror})") from exc
+    values = {key.replace("-", "_"): value for key, value in data.items()}
+    unknown = sorted(set(values) - set(BY_DEST))
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    return {key: (path, value) for key, value in values.items()}

@@ -1,0 +1,89 @@
+"""What the voice loop keeps of each turn: settings, records with timings, their events."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from assistant.events import Event, Spoken
+
+FIRST_AUDIO_WAIT_S = 3.0
+"""At most this long the model waits for the first sentence's audio."""
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """How the loop listens and talks."""
+
+    push_to_talk: bool = False
+    """Listen only between Enter presses (or until the end-of-speech silence)."""
+    barge_in: bool = False
+    """Keep listening while speaking; the user's speech stops playback and the reply.
+    Off by default: without a headset or echo canceller Parley would hear itself."""
+    echo_tail_ms: int = 300
+    """After playback ends the microphone is ignored this much longer (room echo)."""
+    speculative_stt: bool = True
+    """Start transcribing at the first pause, during the end-of-speech wait."""
+    first_clause_words: int = 4
+    """Speak the first clause (at a comma) once it has this many words; 0 waits for the
+    whole first sentence."""
+    prefill: bool = True
+    """Between turns, process the next prompt's beginning so a reply starts sooner."""
+    first_audio_first: bool = True
+    """Pause the model while the first sentence is synthesized: on a small machine the two
+    compete for the same cores, and the user waits for that first audio."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.echo_tail_ms <= 5000:
+            raise ValueError("echo_tail_ms must be between 0 and 5000")
+
+
+@dataclass
+class TurnRecord:
+    """One thing heard or typed, what was answered, and when each step happened."""
+
+    source: str
+    """"audio" or "text"."""
+    started: float
+    """Clock time the turn began: the end of speech was detected, or the line was typed."""
+    heard: str = ""
+    reply: str = ""
+    events: list[dict] = field(default_factory=list)
+    interrupted: bool = False
+    spoken_seconds: float = 0.0
+    timings: dict[str, float | None] = field(default_factory=dict)
+    finished: threading.Event = field(default_factory=threading.Event, repr=False)
+    audio: list[np.ndarray] = field(default_factory=list, repr=False)
+    """The reply's audio, kept only for `parley replay --audio-out`."""
+
+    def first_audio_seen(self) -> bool:
+        return self.timings.get("first_audio_ms") is not None
+
+
+def event_json(event: Event, ms: float) -> dict:
+    """An event as replay's JSON holds it: when it happened in the turn, then its fields."""
+    return {"ms": round(ms, 1), **event.to_dict()}
+
+
+def first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
+    kept: list[np.ndarray] = []
+    for chunk in chunks:
+        if count <= 0:
+            break
+        kept.append(chunk[:count])
+        count -= len(chunk)
+    return kept
+
+
+def heard_events(events: list[dict], spoken_seconds: float) -> list[dict]:
+    """Drop the `Spoken` events of sentences that had not started playing at the stop."""
+    kept, started = [], 0.0
+    for event in events:
+        if event["type"] == Spoken.event_type:
+            if started >= spoken_seconds:
+                continue
+            started += event["seconds"]
+        kept.append(event)
+    return kept
