@@ -317,15 +317,15 @@ class VoiceLoop:
         def on_event(event: Event) -> None:
             if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
                 record.timings["first_token_ms"] = self._ms_since(record)
-            elif isinstance(event, Sentence) and not cancel.cancelled:
+            if not isinstance(event, ReplyDone):  # shown once the reply's outcome is known
+                self._emit(record, event)
+            if isinstance(event, Sentence) and not cancel.cancelled:
                 first = "first_sentence_ms" not in record.timings
                 if first:
                     record.timings["first_sentence_ms"] = self._ms_since(record)
                 speech.say(event.text)
                 if first and self.settings.first_audio_first:
                     speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
-            if not isinstance(event, ReplyDone):
-                self._emit(record, event)
 
         try:
             # Speech may start at the first clause, before a full sentence.
