@@ -210,7 +210,7 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
              for key in ("end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms",
                          "first_audio_ms")}
     processed = [e["processed_tokens"] for r in records for e in r.events
-                 if e["type"] == ReplyDone.__name__]
+                 if e["type"] == ReplyDone.event_type]
     return LatencyRun(label, latencies, parts,
                       statistics.median(processed) if processed else 0.0)
 
