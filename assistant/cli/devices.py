@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from assistant.cli.engines import device
 from audio.errors import AudioError
@@ -12,11 +11,7 @@ from audio.errors import AudioError
 def run_devices() -> int:
     from audio.devices import format_device_table, list_devices
 
-    try:
-        print(format_device_table(list_devices()))
-    except AudioError as exc:
-        print(f"parley: {exc}", file=sys.stderr)
-        return 2
+    print(format_device_table(list_devices()))  # an AudioError is shown by main()
     return 0
 
 

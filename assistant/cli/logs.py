@@ -12,9 +12,6 @@ class _CurrentStderr(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is now: voice moves the terminal's stderr to a new
     file descriptor (C libraries' noise goes to /dev/null), and tests capture it."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property
     def stream(self):  # type: ignore[override]
         return sys.stderr

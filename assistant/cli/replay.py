@@ -13,7 +13,6 @@ from assistant.cli.engines import (
     voice_conversation,
     voice_settings,
 )
-from assistant.errors import USER_ERRORS
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -22,15 +21,12 @@ def run_replay(args: argparse.Namespace) -> int:
     from audio.playback import MemorySpeaker
     from audio.segmenter import Segmenter
 
-    try:
-        turns = load_session(args.session)
-        segmenter = Segmenter(segmenter_settings(args))
-        settings = voice_settings(args)
-        conversation = voice_conversation(args)
-        stt, tts = load_speech_engines(args)
-    except USER_ERRORS as exc:
-        print(f"parley: {exc}", file=sys.stderr)
-        return 2
+    # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
+    turns = load_session(args.session)
+    segmenter = Segmenter(segmenter_settings(args))
+    settings = voice_settings(args)
+    conversation = voice_conversation(args)
+    stt, tts = load_speech_engines(args)
     barge_in_turns = any(t.during_reply_ms is not None for t in turns)
     # A barge-in needs a reply that is still playing, so those sessions play in real time.
     speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns)
@@ -52,9 +48,6 @@ def run_replay(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"parley: cannot write the replay's output ({exc}); check the path.",
               file=sys.stderr)
-        return 2
-    except USER_ERRORS as exc:
-        print(f"parley: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -19,7 +19,6 @@ from assistant.cli.engines import (
     voice_settings,
 )
 from assistant.cli.render import VoiceScreen
-from assistant.errors import USER_ERRORS
 from audio.errors import AudioError
 
 log = logging.getLogger(__name__)
@@ -47,20 +46,17 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
 
     console = Console(highlight=False, markup=False)
     quiet_native_stderr()
-    try:
-        input_device = find_device(device(args.input_device), "input")
-        output_device = find_device(device(args.output_device), "output")
-        segmenter = Segmenter(segmenter_settings(args))
-        settings = voice_settings(args, push_to_talk)
-        console.print("· Loading the language and speech models…", style="dim")
-        conversation = voice_conversation(args)
-        stt, tts = load_speech_engines(args)
-        speaker = Speaker(output_device)
-        microphone = Microphone(input_device)
-        microphone.start()
-    except USER_ERRORS as exc:
-        print(f"parley: {exc}", file=sys.stderr)
-        return 2
+    # A bad setting, model or device raises one of USER_ERRORS: main() shows it in a line.
+    input_device = find_device(device(args.input_device), "input")
+    output_device = find_device(device(args.output_device), "output")
+    segmenter = Segmenter(segmenter_settings(args))
+    settings = voice_settings(args, push_to_talk)
+    console.print("· Loading the language and speech models…", style="dim")
+    conversation = voice_conversation(args)
+    stt, tts = load_speech_engines(args)
+    speaker = Speaker(output_device)
+    microphone = Microphone(input_device)
+    microphone.start()
     commands = ChatSession(conversation, interactive=True, console=console)
     screen = VoiceScreen(console)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render)
