@@ -23,6 +23,7 @@ from assistant.events import (
     ToolCall,
     ToolResult,
 )
+from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter
 from assistant.summarizer import write_summary
@@ -73,8 +74,11 @@ class Conversation:
         tools: ToolRegistry | None = None,
         settings: ReplySettings | None = None,
         clock: Callable[[], float] = time.monotonic,
+        local: LocalIntents | None = None,
     ) -> None:
         self.model = model
+        self.local = local
+        """Everyday requests answered before the model (None: the model answers all)."""
         self.tools = tools or ToolRegistry()
         self.settings = settings or ReplySettings()
         self.history = History()
@@ -112,6 +116,9 @@ class Conversation:
         if not text:
             return None
         started = self.clock()
+        local = self._local_answer(text)
+        if local is not None:
+            return self._answer_locally(text, local, emit, first_clause_words)
         user = self.history.add("user", text)
         tools = self._tools_over(self.history.messages[:-1])
         answer = ""
@@ -190,15 +197,57 @@ class Conversation:
             self.history.add("assistant", answer)
         elif cancel.cancelled:
             self.history.remove_from(user.seq)
-        if self.settings.max_messages is not None:
-            self.history.keep_last(self.settings.max_messages)
-            self._search_cache.forget_missing(self.history.messages)
+        self._keep_limit()
         done = ReplyDone(answer, cancel.cancelled, usage.prompt_tokens,
                          usage.processed_tokens, usage.completion_tokens)
         log.debug("reply to #%d done in %.0f ms (%d tool calls%s)", user.seq,
                   (self.clock() - started) * 1000, calls, ", cancelled" if cancel.cancelled else "")
         emit(done)
         return done
+
+    def _local_answer(self, text: str) -> LocalAnswer | None:
+        if self.local is None:
+            return None
+        started = self.clock()
+        last = next((m.content for m in reversed(self.history.messages)
+                     if m.role == "assistant"), None)
+        answer = self.local.answer(text, last)
+        log.debug("local intents: %s in %.1f ms", answer.intent if answer else "no match",
+                  (self.clock() - started) * 1000)
+        return answer
+
+    def _answer_locally(self, text: str, local: LocalAnswer, emit: Callable[[Event], None],
+                        first_clause_words: int) -> ReplyDone:
+        """A request a template matched: its tool runs and its answer is said, no model.
+
+        The history gets what a model's turn would leave: the message, the tool call with
+        its result, the answer.
+        """
+        if local.stop:  # "never mind": nothing to answer, nothing worth keeping
+            done = ReplyDone("")
+            emit(done)
+            return done
+        tools = self._tools_over(self.history.messages)
+        self.history.add("user", text)
+        said = local.said
+        if local.tool is not None:
+            self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
+            result = self.history.messages[-1]
+            said = local.speak(result.content, result.content.startswith("Error: "))
+        emit(TextDelta(said))
+        splitter = SentenceSplitter(first_clause_words)
+        for sentence in [*splitter.feed(said), *splitter.finish()]:
+            emit(Sentence(sentence))
+        self.history.add("assistant", said)
+        self._keep_limit()
+        done = ReplyDone(said)
+        emit(done)
+        return done
+
+    def _keep_limit(self) -> None:
+        if self.settings.max_messages is not None:
+            self.history.keep_last(self.settings.max_messages)
+            self._search_cache.forget_missing(self.history.messages)
 
     def prepare_next(self) -> int:
         """Process the next reply's prompt beginning now, while the user is talking.

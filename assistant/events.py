@@ -210,10 +210,24 @@ class Interrupted(_Event):
     """What the user heard of the reply before it stopped."""
 
 
+@dataclass(frozen=True)
+class TimerFinished(_Event):
+    """A timer went off (between replies or during one)."""
+
+    event_type: ClassVar[str] = "timer-finished"
+    name: str
+    """The timer's name ("" when it has none)."""
+    seconds: int
+    """The duration it was set for."""
+    text: str
+    """The announcement, e.g. “Your 10 minute pizza timer is done.”"""
+
+
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone
-         | Error | Heard | Spoken | Interrupted)
+         | Error | Heard | Spoken | Interrupted | TimerFinished)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, RecallHint, ResearchBudgetReached,
-    ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard, Spoken, Interrupted)
+    ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard, Spoken, Interrupted,
+    TimerFinished)
 """Every event, in the order the README documents them."""

@@ -21,7 +21,8 @@ SYSTEM_PROMPT = (
     "You may be heard rather than read: answer briefly, in plain sentences."
 )
 TOOL_STRATEGY = (
-    "Use a tool only when it helps: clock for the date or time, calculator for arithmetic."
+    "Use a tool only when it helps: clock for the date or time, calculator for arithmetic, "
+    "timer to set, check or cancel timers."
 )
 HINT_CHARS = 600
 HINT_MIN_SHARE = 0.45

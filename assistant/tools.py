@@ -17,6 +17,11 @@ log = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 4000
 
 
+class ToolRefused(ValueError):
+    """A request a tool cannot do ("there is no timer running"); its message is a sentence
+    for the user, the result as it is, marked as an error."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """A tool: what the model sees (`spec`), how to run it and how to label the step."""
@@ -65,6 +70,8 @@ class ToolRegistry:
             return f"Error: {problem}", True
         try:
             result = tool.run(arguments)
+        except ToolRefused as exc:
+            return f"Error: {exc}", True
         except Exception as exc:  # any tool's failure is a result the model reads
             log.debug("tool %s failed", name, exc_info=True)
             return f"Error: {name} failed: {exc}", True

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from assistant.cli.render import ChatRenderer
 from assistant.conversation import Conversation
+from assistant.timers import Timer, Timers, cancelled_line, finished_event
 from assistant.workers import Worker, run_interruptibly
 from memory.summary import summary_block
 from models.base import CancelToken
@@ -23,8 +24,9 @@ HELP_TEXT = """Commands:
 
 class ChatSession:
     def __init__(self, conversation: Conversation, interactive: bool,
-                 console: Console | None = None) -> None:
+                 console: Console | None = None, timers: Timers | None = None) -> None:
         self.conversation = conversation
+        self.timers = timers
         self.interactive = interactive
         self._prepared: Worker | None = None
         # Piped output stays plain text, so transcripts compare exactly.
@@ -52,6 +54,18 @@ class ChatSession:
         else:
             self.console.print(f"! Unknown command {name}; /help lists them.", style="bold red")
         return True
+
+    def timer_finished(self, timer: Timer) -> None:
+        """On the timers' thread, even while the user types: a line and the terminal bell."""
+        self.render(finished_event(timer))
+
+    def end_timers(self) -> None:
+        """Ending Parley ends its timers: say which ones were still running."""
+        if self.timers is None:
+            return
+        left = self.timers.close()
+        if left:
+            self.console.print(f"· {cancelled_line(left, self.timers.clock())}", style="dim")
 
     def show_summary(self) -> None:
         conversation = self.conversation
@@ -89,6 +103,7 @@ class ChatSession:
             self._prepared = Worker(self.conversation.prepare_next, "prepare")
         # Leaving while llama.cpp still runs on a daemon thread can crash the interpreter.
         self._wait_prepared()
+        self.end_timers()
         return 0
 
     def _wait_prepared(self) -> None:

@@ -6,9 +6,12 @@ import argparse
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from assistant.conversation import Conversation, ReplySettings
 from assistant.errors import ConfigError, ModelError
+from assistant.timer_tool import timer_tool
+from assistant.timers import Timers
 from assistant.tools import builtin_tools
 from models.base import ChatModel
 from models.errors import EngineError
@@ -40,7 +43,19 @@ def load_model(args: argparse.Namespace) -> ChatModel:
     return model
 
 
-def load_conversation(args: argparse.Namespace, max_messages: int | None = None) -> Conversation:
+def load_local_intents(args: argparse.Namespace):
+    """The sentence templates, compiled (about 0.3 s), unless --no-local-intents."""
+    if args.no_local_intents:
+        return None
+    from assistant.local.answers import LocalIntents
+
+    return LocalIntents()
+
+
+def load_conversation(args: argparse.Namespace, timers: Timers,
+                      max_messages: int | None = None) -> Conversation:
+    """The conversation with its model, tools (the timer tool over `timers`) and local
+    intents; the templates compile while the model loads."""
     if args.ctx < 512:
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
     if not 16 <= args.answer_tokens <= args.ctx // 2:
@@ -50,11 +65,16 @@ def load_conversation(args: argparse.Namespace, max_messages: int | None = None)
                                  max_tool_calls=args.max_tool_calls, max_messages=max_messages)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    return Conversation(load_model(args), builtin_tools(), settings)
+    tools = builtin_tools()
+    tools.register(timer_tool(timers))
+    with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
+        local = pool.submit(load_local_intents, args)
+        model = load_model(args)
+        return Conversation(model, tools, settings, local=local.result())
 
 
-def voice_conversation(args: argparse.Namespace) -> Conversation:
-    return load_conversation(args, max_messages=VOICE_HISTORY_MESSAGES)
+def voice_conversation(args: argparse.Namespace, timers: Timers) -> Conversation:
+    return load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES)
 
 
 def segmenter_settings(args: argparse.Namespace):

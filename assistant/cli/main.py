@@ -92,9 +92,14 @@ def run(args: argparse.Namespace) -> int:
         return run_replay(args)
     from assistant.cli.chat import ChatSession
     from assistant.cli.engines import load_conversation
+    from assistant.timers import Timers
 
-    conversation = load_conversation(args)
+    # The session shows a timer going off; it exists once the conversation is loaded.
+    shown: list[ChatSession] = []
+    timers = Timers(on_finished=lambda timer: shown and shown[0].timer_finished(timer))
+    conversation = load_conversation(args, timers)
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    session = ChatSession(conversation, interactive=sys.stdin.isatty())
+    session = ChatSession(conversation, interactive=sys.stdin.isatty(), timers=timers)
+    shown.append(session)
     return session.run(stdin)
 

@@ -18,6 +18,7 @@ from assistant.events import (
     SummaryFailed,
     SummaryStarted,
     TextDelta,
+    TimerFinished,
     ToolCall,
     ToolResult,
 )
@@ -50,6 +51,10 @@ class ChatRenderer:
             out.print(" [stopped]" if event.cancelled else "", style="dim")
         elif isinstance(event, Error):
             out.print(f"! {event.message}", style="bold red")
+        elif isinstance(event, TimerFinished):
+            # The bell sounds in the terminal even while the user is typing a message.
+            out.file.write("\a")
+            out.print(f"\n⏰ {event.text}", style="bold")
 
 
 class VoiceScreen(ChatRenderer):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from assistant.cli.engines import (
@@ -16,25 +17,37 @@ from assistant.cli.engines import (
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    from assistant.timers import Timers
     from assistant.voice.loop import VoiceLoop
-    from assistant.voice.replay import load_session, replay, session_json
+    from assistant.voice.replay import SkippableClock, load_session, replay, session_json
     from audio.playback import MemorySpeaker
     from audio.segmenter import Segmenter
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
     segmenter = Segmenter(segmenter_settings(args))
-    settings = voice_settings(args)
-    conversation = voice_conversation(args)
+    # Nobody is there to say "stop": a timer going off is announced once.
+    settings = replace(voice_settings(args), ring_times=1)
+    clock = SkippableClock()
+    rings: list = []  # the loop, once it exists, announces a timer going off
+    timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))
+    conversation = voice_conversation(args, timers)
     stt, tts = load_speech_engines(args)
     barge_in_turns = any(t.during_reply_ms is not None for t in turns)
     # A barge-in needs a reply that is still playing, so those sessions play in real time.
     speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings,
                      keep_audio=args.audio_out is not None)
+    rings.append(loop)
+
+    def skip(seconds: float) -> None:
+        clock.skip(seconds)
+        timers.run_due()
+
     try:
-        produced = replay(loop, turns, fast=args.fast)
+        produced = replay(loop, turns, fast=args.fast, skip=skip)
     finally:
+        timers.close()
         loop.close()
     document = session_json(loop, turns, produced)
     text = json.dumps(document, ensure_ascii=False, indent=2)

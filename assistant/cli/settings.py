@@ -92,6 +92,9 @@ SETTINGS: tuple[Setting, ...] = (
             "language model", _ALL),
     Setting("--max-tool-calls", _whole, 4, "research budget: tool calls per reply (default 4)",
             "language model", _ALL),
+    Setting("--no-local-intents", _switch, False, "send every message to the model, even the "
+            "time, timers and arithmetic Parley answers itself (for a model that should "
+            "decide)", "language model", _ALL),
     Setting("--stt-model", Path, None, "a CTranslate2 Whisper model folder (default: the "
             "embedded tiny.en)", "speech", _SPEECH),
     Setting("--voice", Path, None, "a Piper voice .onnx, with its .onnx.json beside it "

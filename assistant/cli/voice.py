@@ -19,6 +19,7 @@ from assistant.cli.engines import (
     voice_settings,
 )
 from assistant.cli.render import VoiceScreen
+from assistant.timers import Timers
 from audio.errors import AudioError
 
 log = logging.getLogger(__name__)
@@ -52,14 +53,17 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     segmenter = Segmenter(segmenter_settings(args))
     settings = voice_settings(args, push_to_talk)
     console.print("· Loading the language and speech models…", style="dim")
-    conversation = voice_conversation(args)
+    rings: list = []  # the loop, once it exists: a timer going off is announced by it
+    timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
+    conversation = voice_conversation(args, timers)
     stt, tts = load_speech_engines(args)
     speaker = Speaker(output_device)
     microphone = Microphone(input_device)
     microphone.start()
-    commands = ChatSession(conversation, interactive=True, console=console)
+    commands = ChatSession(conversation, interactive=True, console=console, timers=timers)
     screen = VoiceScreen(console)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render)
+    rings.append(loop)
     stop = threading.Event()
 
     def listen() -> None:
@@ -117,6 +121,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
             loop.submit_text(line)
     finally:
         stop.set()
+        commands.end_timers()
         listener.join(timeout=2)  # it feeds the loop: stop it before closing anything
         if not loop.close(timeout=1.0):
             console.print("· Finishing the model's current step…", style="dim")

@@ -31,6 +31,7 @@ from assistant.events import (
     Status,
     TextDelta,
 )
+from assistant.voice.alarm import RingsTimers
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply
 from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
@@ -49,7 +50,7 @@ from models.speech import SpeechToText, TextToSpeech, Transcript
 log = logging.getLogger(__name__)
 
 
-class VoiceLoop:
+class VoiceLoop(RingsTimers):
     def __init__(
         self,
         conversation: Conversation,
@@ -86,6 +87,7 @@ class VoiceLoop:
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
         self._current: TurnRecord | None = None
         self._interrupted_at = float("-inf")
+        self._speech_started_at = float("-inf")
         self._closing = False
         self._worker = Worker(self._answer_turns, "reply")
 
@@ -106,6 +108,7 @@ class VoiceLoop:
             events = self.segmenter.feed(pcm)
         for event in events:
             if isinstance(event, SpeechStarted):
+                self._speech_started_at = self.clock()
                 self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
                 self._replace_speculative(
@@ -279,6 +282,9 @@ class VoiceLoop:
         return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
 
     def _turn(self, record: TurnRecord, payload) -> None:
+        if record.source == "timer":
+            self._ring(record, payload)
+            return
         if record.started < self._interrupted_at:
             return  # the user stopped Parley after this was said
         if record.source == "audio":
@@ -301,9 +307,13 @@ class VoiceLoop:
         else:
             text = payload
         record.heard = text
-        self._reply(record, text)
+        self._reply(record, lambda on_event, cancel: self.conversation.reply(
+            text, on_event, cancel, self.settings.first_clause_words))
 
-    def _reply(self, record: TurnRecord, text: str) -> None:
+    def _reply(self, record: TurnRecord,
+               answer: Callable[[Callable[[Event], None], CancelToken], ReplyDone | None],
+               sound: np.ndarray | None = None) -> None:
+        """Speak what `answer` produces, sentence by sentence (after `sound`, if any)."""
         cancel = CancelToken()
         speech = SpokenReply(
             self.tts, self.output, cancel,
@@ -313,6 +323,8 @@ class VoiceLoop:
             clock=self.clock)
         with self._lock:
             self._cancel, self._speech, self._current = cancel, speech, record
+        if sound is not None:
+            speech.play_sound(sound)
 
         def on_event(event: Event) -> None:
             if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
@@ -328,9 +340,7 @@ class VoiceLoop:
                     speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
 
         try:
-            # Speech may start at the first clause, before a full sentence.
-            done = self.conversation.reply(text, on_event, cancel,
-                                           self.settings.first_clause_words)
+            done = answer(on_event, cancel)
             speech.close()
             try:
                 speech.join()
@@ -352,7 +362,7 @@ class VoiceLoop:
         if speech.stopped and record.audio:  # keep only the audio that was actually heard
             record.audio = first_samples(record.audio,
                                           round(speech.spoken_seconds * self.tts.sample_rate))
-        if speech.stopped and done is not None and done.text:
+        if speech.stopped and done is not None and done.text and record.source != "timer":
             heard = speech.heard_text()
             self.conversation.note_heard(heard)
             self._emit(record, Interrupted(record.spoken_seconds, heard))

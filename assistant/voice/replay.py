@@ -1,16 +1,19 @@
 """Headless replay: a recorded session goes through the same path as the microphone.
 
 A session file is JSON: `{"turns": [{"text": "…"}, {"audio": "clip.wav"},
-{"audio": "stop.wav", "during_reply_ms": 800}]}` (or just the list of turns). Audio
-paths are relative to the session file. Audio turns are fed through the segmenter,
-speech-to-text, the core and text-to-speech exactly as live audio is, from a file source
-at real-time pace (or as fast as possible), into an in-memory speaker.
+{"audio": "stop.wav", "during_reply_ms": 800}, {"wait_s": 60}]}` (or just the list of
+turns). Audio paths are relative to the session file; `wait_s` lets time pass (timers go
+off), in real time, or skipped on a virtual clock with `--fast`. Audio turns are fed
+through the segmenter, speech-to-text, the core and text-to-speech exactly as live audio
+is, from a file source at real-time pace (or as fast as possible), into an in-memory
+speaker.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +26,8 @@ from assistant.voice.turns import TurnRecord
 from audio.files import AudioFileError, frames_of, read_audio
 
 SAMPLE_RATE = 16000
+MAX_WAIT_S = 48 * 3600
+"""A wait_s turn lasts at most two days (timers last at most one)."""
 TRAILING_SILENCE_S = 1.5
 """Silence fed after each clip, so the segmenter hears the end of speech as it would live."""
 
@@ -40,10 +45,13 @@ class ReplayTurn:
     audio_path: Path | None = None
     pcm: np.ndarray | None = None
     during_reply_ms: int | None = None
+    wait_s: float | None = None
 
     def describe(self) -> dict:
         if self.text is not None:
             return {"text": self.text}
+        if self.wait_s is not None:
+            return {"wait_s": self.wait_s}
         data: dict = {"audio": str(self.audio_path)}
         if self.during_reply_ms is not None:
             data["during_reply_ms"] = self.during_reply_ms
@@ -69,14 +77,25 @@ def load_session(path: Path) -> list[ReplayTurn]:
     out = []
     for number, turn in enumerate(turns, start=1):
         where = f"{path}, turn {number}"
-        if not isinstance(turn, dict) or ("text" in turn) == ("audio" in turn):
-            raise SessionError(f'{where}: a turn is {{"text": "…"}} or {{"audio": "clip.wav"}}.')
-        unknown = set(turn) - {"text", "audio", "during_reply_ms"}
+        kinds = [kind for kind in ("text", "audio", "wait_s") if isinstance(turn, dict)
+                 and kind in turn]
+        if len(kinds) != 1:
+            raise SessionError(f'{where}: a turn is {{"text": "…"}}, {{"audio": "clip.wav"}} '
+                               'or {"wait_s": seconds}.')
+        unknown = set(turn) - {"text", "audio", "during_reply_ms", "wait_s"}
         if unknown:
             raise SessionError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
         during = turn.get("during_reply_ms")
         if during is not None and (not isinstance(during, int) or during < 0):
             raise SessionError(f"{where}: during_reply_ms must be a whole number of ms >= 0.")
+        if "wait_s" in turn:
+            wait = turn["wait_s"]
+            if isinstance(wait, bool) or not isinstance(wait, int | float) or \
+                    not 0 <= wait <= MAX_WAIT_S or during is not None:
+                raise SessionError(f"{where}: wait_s must be a number of seconds from 0 to "
+                                   f"{MAX_WAIT_S:,}, on its own.")
+            out.append(ReplayTurn(number, wait_s=float(wait)))
+            continue
         if "text" in turn:
             if not isinstance(turn["text"], str) or not turn["text"].strip():
                 raise SessionError(f"{where}: text must be a non-empty string.")
@@ -93,17 +112,45 @@ def load_session(path: Path) -> list[ReplayTurn]:
     return out
 
 
+class SkippableClock:
+    """The monotonic clock, plus the time `wait_s` turns skipped under `--fast`."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.skipped
+
+    def skip(self, seconds: float) -> None:
+        self.skipped += seconds
+
+
 def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
-           timeout_s: float = 600.0) -> list[list[TurnRecord]]:
-    """Play the session into `loop`; returns, per session turn, the turns it produced."""
-    produced: list[list[TurnRecord]] = []
+           timeout_s: float = 600.0,
+           skip: Callable[[float], None] | None = None) -> list[list[TurnRecord]]:
+    """Play the session into `loop`; returns, per session turn, the turns it produced.
+
+    A turn's records are those that began while it was the current one: a timer that
+    goes off during a reply belongs to the turn of that reply. With `fast`, `skip(s)`
+    moves the timers' clock on instead of waiting.
+    """
+    starts: list[int] = []
     for turn in turns:
-        before = len(loop.records)
+        if turn.wait_s is not None:
+            loop.wait_idle(timeout_s)
+            loop.wait_quiet()
+            starts.append(len(loop.records))
+            if fast and skip is not None:
+                skip(turn.wait_s)
+            else:
+                time.sleep(turn.wait_s)
+            continue
         if turn.during_reply_ms is not None and loop.records:
             _wait_for_audio_of(loop.records[-1], turn.during_reply_ms, timeout_s)
         else:
             loop.wait_idle(timeout_s)
             loop.wait_quiet()
+        starts.append(len(loop.records))
         if turn.text is not None:
             loop.submit_text(turn.text)
         else:
@@ -113,9 +160,9 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
                                    realtime=not fast):
                 loop.feed_audio(frame)
             loop.stop_listening()  # end of input: a clip cut short still counts
-        produced.append(loop.records[before:])
     loop.wait_idle(timeout_s)
-    return produced
+    ends = [*starts[1:], len(loop.records)]
+    return [loop.records[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
 def _wait_for_audio_of(record: TurnRecord, delay_ms: int, timeout_s: float) -> None:

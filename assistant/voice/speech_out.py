@@ -74,6 +74,10 @@ class SpokenReply:
     def say(self, sentence: str) -> None:
         self._queue.put(sentence)
 
+    def play_sound(self, pcm: np.ndarray) -> None:
+        """A sound (a timer's chime) in turn with the sentences, at the voice's rate."""
+        self._queue.put(pcm)
+
     def close(self) -> None:
         """No more sentences will come."""
         self._queue.put(_END)
@@ -130,6 +134,10 @@ class SpokenReply:
             item = self._queue.get()
             if item is _END or self.stopped or self.cancel.cancelled:
                 return
+            if isinstance(item, np.ndarray):
+                self.output.play(item, self.tts.sample_rate)
+                self.on_audio(item)
+                continue
             try:
                 spoken: SpokenSentence | None = None
                 started = self.clock()

@@ -31,6 +31,10 @@ class VoiceSettings:
     whole first sentence."""
     prefill: bool = True
     """Between turns, process the next prompt's beginning so a reply starts sooner."""
+    ring_times: int = 3
+    """A finished timer is announced this many times, until the user speaks or types."""
+    ring_gap_s: float = 2.0
+    """Silence between announcements, listening for the user."""
     first_audio_first: bool = True
     """Pause the model while the first sentence is synthesized: on a small machine the two
     compete for the same cores, and the user waits for that first audio."""
@@ -38,6 +42,8 @@ class VoiceSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.echo_tail_ms <= 5000:
             raise ValueError("echo_tail_ms must be between 0 and 5000")
+        if self.ring_times < 1 or self.ring_gap_s < 0:
+            raise ValueError("ring_times must be at least 1 and ring_gap_s not negative")
 
 
 @dataclass
@@ -45,7 +51,7 @@ class TurnRecord:
     """One thing heard or typed, what was answered, and when each step happened."""
 
     source: str
-    """"audio" or "text"."""
+    """"audio", "text" or "timer" (a timer went off)."""
     started: float
     """Clock time the turn began: the end of speech was detected, or the line was typed."""
     heard: str = ""

@@ -1,0 +1,114 @@
+"""The `timer` tool: local intents and the model set, check and cancel the same timers.
+
+Its results are sentences meant to be said as they are: a local answer speaks them, and a
+model reads them.
+"""
+
+from __future__ import annotations
+
+from assistant.timers import Timer, TimerError, Timers, duration_words
+from assistant.tools import Tool
+from models.base import ToolSpec
+
+NAME = "timer"
+ACTIONS = ("start", "cancel", "cancel_all", "status", "pause", "resume", "add", "remove")
+SPEC = ToolSpec(
+    NAME,
+    "Set, check, pause, resume, change or cancel timers. Examples: "
+    '{"action": "start", "seconds": 600, "name": "pizza"}; {"action": "status"}; '
+    '{"action": "cancel", "name": "pizza"}; {"action": "add", "seconds": 60}.',
+    {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": list(ACTIONS)},
+            "seconds": {"type": "integer",
+                        "description": "The duration to start, or the time to add or remove."},
+            "name": {"type": "string", "description": "The timer's name, e.g. pizza."},
+            "set_for": {"type": "integer",
+                        "description": "Pick the timer that was set for this many seconds."},
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+    },
+)
+
+
+def _left(timer: Timer, timers: Timers) -> str:
+    left = timer.left(timers.clock())
+    text = duration_words(max(1, round(left)) if left < 60 else round(left))
+    return f"{text} left" + (", paused" if timer.paused_left is not None else "")
+
+
+def _listing(found: list[Timer]) -> str:
+    names = [f"the {t.description}" for t in found]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
+def timer_tool(timers: Timers) -> Tool:
+    def pick(arguments: dict) -> Timer:
+        name = str(arguments.get("name") or "")
+        set_for = arguments.get("set_for")
+        found = timers.find(name, set_for)
+        if not found:
+            if not timers.running():
+                raise TimerError("There is no timer running.")
+            what = f"{name} timer" if name else (
+                f"{duration_words(set_for, adjective=True)} timer" if set_for else "timer")
+            raise TimerError(f"There is no {what}. You have {_listing(timers.running())}.")
+        if len(found) > 1:
+            raise TimerError(f"You have {len(found)} timers: {_listing(found)}. "
+                             "Say which one, by its name or its length.")
+        return found[0]
+
+    def run(arguments: dict) -> str:
+        action = arguments["action"]
+        if action not in ACTIONS:
+            raise TimerError(f"Unknown timer action {action!r}; use one of {', '.join(ACTIONS)}.")
+        seconds = arguments.get("seconds")
+        if action == "start":
+            timer = timers.start(seconds or 0, str(arguments.get("name") or ""))
+            return f"Your {timer.description} is set."
+        if action == "cancel_all":
+            running = timers.running()
+            for timer in running:
+                timers.cancel(timer)
+            if not running:
+                return "There is no timer running."
+            return (f"Cancelled {len(running)} timers." if len(running) > 1 else
+                    f"Cancelled your {running[0].description}.")
+        if action == "status":
+            found = timers.find(str(arguments.get("name") or ""), arguments.get("set_for"))
+            if not found:
+                return "There is no timer running." if not timers.running() else \
+                    f"There is no such timer. You have {_listing(timers.running())}."
+            if len(found) == 1:
+                return f"Your {found[0].description} has {_left(found[0], timers)}."
+            parts = [f"the {t.description} has {_left(t, timers)}" for t in found]
+            return f"You have {len(found)} timers: " + "; ".join(parts) + "."
+        timer = pick(arguments)
+        if action == "cancel":
+            timers.cancel(timer)
+            return f"Cancelled your {timer.description}."
+        if action == "pause":
+            timers.pause(timer)
+            return f"Paused your {timer.description}, with {_left(timer, timers)}."
+        if action == "resume":
+            timers.resume(timer)
+            return f"Resumed your {timer.description}: {_left(timer, timers)}."
+        if not seconds:
+            raise TimerError("Say how much time to add or remove, for example one minute.")
+        timers.change(timer, seconds if action == "add" else -seconds)
+        verb = "Added" if action == "add" else "Removed"
+        side = "to" if action == "add" else "from"
+        return (f"{verb} {duration_words(seconds)} {side} your {timer.description}: "
+                f"{_left(timer, timers)}.")
+
+    def label(arguments: dict) -> str:
+        action = arguments.get("action", "")
+        if action == "start":
+            seconds = arguments.get("seconds") or 0
+            return f"Setting a {duration_words(seconds, adjective=True)} timer"
+        return {"status": "Checking the timers", "cancel_all": "Cancelling all timers"}.get(
+            action, f"Timer: {action}")
+
+    return Tool(SPEC, run, label)
