@@ -65,6 +65,12 @@ class ReplySettings:
             raise ValueError("max_messages must be at least 4")
 
 
+def internal_error(exc: Exception) -> Error:
+    return Error(Stage.INTERNAL, (
+        f"Something went wrong inside Parley ({type(exc).__name__}: {exc}). The "
+        "conversation is kept; try again. `--debug` shows the details."))
+
+
 class Conversation:
     """One conversation with one model; `reply()` is shared by chat, voice and replay."""
 
@@ -186,9 +192,7 @@ class Conversation:
         except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation
             log.exception("the reply to message #%d failed", user.seq)
             self.history.remove_from(user.seq)
-            emit(Error(Stage.INTERNAL, (
-                f"Something went wrong inside Parley ({type(exc).__name__}: {exc}). The "
-                "conversation is kept; try again. `--debug` shows the details.")))
+            emit(internal_error(exc))
             return None
         for sentence in splitter.finish():
             emit(Sentence(sentence))
@@ -217,7 +221,7 @@ class Conversation:
         return answer
 
     def _answer_locally(self, text: str, local: LocalAnswer, emit: Callable[[Event], None],
-                        first_clause_words: int) -> ReplyDone:
+                        first_clause_words: int) -> ReplyDone | None:
         """A request a template matched: its tool runs and its answer is said, no model.
 
         The history gets what a model's turn would leave: the message, the tool call with
@@ -228,12 +232,18 @@ class Conversation:
             emit(done)
             return done
         tools = self._tools_over(self.history.messages)
-        self.history.add("user", text)
+        user = self.history.add("user", text)
         said = local.said
-        if local.tool is not None:
-            self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
-            result = self.history.messages[-1]
-            said = local.speak(result.content, result.content.startswith("Error: "))
+        try:
+            if local.tool is not None:
+                self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
+                result = self.history.messages[-1]
+                said = local.speak(result.content, result.content.startswith("Error: "))
+        except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation
+            log.exception("the local answer to message #%d failed", user.seq)
+            self.history.remove_from(user.seq)
+            emit(internal_error(exc))
+            return None
         emit(TextDelta(said))
         splitter = SentenceSplitter(first_clause_words)
         for sentence in [*splitter.feed(said), *splitter.finish()]:

@@ -15,13 +15,16 @@ SPEC = ToolSpec(
     NAME,
     "Search or read the earlier messages of this conversation. "
     'Give {"query": "words to look for"} to search, or {"message": N} to read message '
-    'number N exactly (add "offset": K to read on from character K).',
+    'number N exactly (add "offset": K to read on from character K). Add "speaker": '
+    '"user" or "assistant" to search only what that side said.',
     {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Words to look for."},
             "message": {"type": "integer", "description": "A message number to read."},
             "offset": {"type": "integer", "description": "Character offset to read from."},
+            "speaker": {"type": "string", "enum": ["user", "assistant"],
+                        "description": "Search only the messages of this side."},
         },
         "additionalProperties": False,
     },
@@ -43,6 +46,10 @@ def history_tool(search: HistorySearch) -> Tool:
         query = str(arguments.get("query") or "").strip()
         if not query:
             return ('Error: give {"query": "words to look for"} or {"message": N}.')
+        speaker = arguments.get("speaker")
+        if speaker in ("user", "assistant"):
+            said = [m for m in search.messages.values() if m.role == speaker]
+            return HistorySearch(said, search.cache).search(query)
         return search.search(query)
 
     return Tool(SPEC, run, label)

@@ -91,7 +91,8 @@ def timer_tool(timers: Timers) -> Tool:
             return f"Cancelled your {timer.description}."
         if action == "pause":
             timers.pause(timer)
-            return f"Paused your {timer.description}, with {_left(timer, timers)}."
+            left = duration_words(round(timer.left(timers.clock())))
+            return f"Paused your {timer.description} with {left} left."
         if action == "resume":
             timers.resume(timer)
             return f"Resumed your {timer.description}: {_left(timer, timers)}."

@@ -145,7 +145,7 @@ class HistorySearch:
 
     def __init__(self, messages: Sequence[Message], cache: SearchIndexCache | None = None) -> None:
         self.messages = {m.seq: m for m in messages}
-        self._cache = cache or SearchIndexCache()
+        self.cache = cache or SearchIndexCache()
         self._indexes: list[MessageIndex] | None = None
         self._window_count = 0
         self._terms: dict[str, list[QueryTerm]] = {}
@@ -154,7 +154,7 @@ class HistorySearch:
     def indexes(self) -> list[MessageIndex]:
         """Built on the first search, so reading a message by number indexes nothing."""
         if self._indexes is None:
-            self._indexes = [self._cache.get(m) for m in self.messages.values()]
+            self._indexes = [self.cache.get(m) for m in self.messages.values()]
             self._window_count = sum(len(i.windows) for i in self._indexes)
         return self._indexes
 

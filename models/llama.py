@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from models.base import (
@@ -30,6 +32,20 @@ class ModelLoadError(EngineError):
     """The model file is missing or is not a model llama.cpp can load."""
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How the next token is drawn (llama.cpp's samplers)."""
+
+    temperature: float = 0.3
+    repeat_penalty: float = 1.15
+    """Over the last 64 tokens only: it cannot see an earlier reply."""
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    top_p: float = 0.95
+    min_p: float = 0.05
+    top_k: int = 40
+
+
 class LlamaChatModel(ChatModel):
     """A GGUF chat model; reuses the previous prompt's common prefix between calls."""
 
@@ -41,7 +57,7 @@ class LlamaChatModel(ChatModel):
         batch_size: int = 512,
         batch_threads: int | None = None,
         seed: int = 7,
-        temperature: float = 0.3,
+        sampling: Sampling | None = None,
     ) -> None:
         path = Path(path)
         if not path.is_file():
@@ -72,7 +88,7 @@ class LlamaChatModel(ChatModel):
             raise ModelLoadError(f"{path} is not a GGUF model llama.cpp can load ({failure})")
         self.name = path.name
         self.context_size = context_size
-        self._temperature = temperature
+        self.sampling = sampling or Sampling()
         template = self._llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ModelLoadError(f"{path} has no chat template in its metadata")
@@ -161,8 +177,8 @@ class LlamaChatModel(ChatModel):
         scanner = ToolCallScanner()
         completion = 0
         pieces = self._llm.create_completion(
-            tokens, max_tokens=min(max_tokens, room), temperature=self._temperature,
-            repeat_penalty=1.15, stream=True, stop=[self._eos] if self._eos else None)
+            tokens, max_tokens=min(max_tokens, room), stream=True,
+            stop=[self._eos] if self._eos else None, **dataclasses.asdict(self.sampling))
         try:
             for piece in self._generated(pieces, "while answering"):
                 completion += 1

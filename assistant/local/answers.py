@@ -32,16 +32,19 @@ class LocalAnswer:
     """"Never mind"/"stop": nothing is said, nothing is added to the conversation."""
 
 
+def _clock_reading(result: str) -> datetime:
+    return datetime.strptime(result.split(", time zone")[0], CLOCK_FORMAT)
+
+
 def _spoken_time(result: str, is_error: bool) -> str:
-    now = datetime.strptime(result[:len("Wednesday, 30 September 2026, 00:00:00")].rstrip(","),
-                            CLOCK_FORMAT)
+    now = _clock_reading(result)
     hour = now.hour % 12 or 12
     return f"It's {hour}:{now.minute:02d} {'AM' if now.hour < 12 else 'PM'}."
 
 
 def _spoken_date(result: str, is_error: bool) -> str:
-    day = datetime.strptime(result.split(", ")[1], "%d %B %Y")
-    return f"Today is {result.split(', ')[0]}, {day:%B} {day.day}, {day.year}."
+    day = _clock_reading(result)
+    return f"Today is {day:%A}, {day:%B} {day.day}, {day.year}."
 
 
 def _number(value: float) -> str:
@@ -216,6 +219,7 @@ class LocalIntents:
             return LocalAnswer(intent, said=last_reply or "I haven't said anything yet.")
         if intent == "ParleyRecall":
             topic = str(slots["topic"]).strip().rstrip("?.!")
-            return LocalAnswer(intent, "conversation_history", {"query": topic},
-                               _spoken_recall(topic))
+            # "What did I say": what the user said, not Parley's answers about it.
+            return LocalAnswer(intent, "conversation_history",
+                               {"query": topic, "speaker": "user"}, _spoken_recall(topic))
         return _calculation(match)

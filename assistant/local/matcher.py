@@ -7,6 +7,7 @@ uncompiled set costs ~100 ms, later ones about a millisecond).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 
@@ -29,11 +30,22 @@ class IntentMatch:
     """The sentence as matched (number words already written as digits)."""
 
 
-def digits_for_number_words(text: str) -> str:
-    """"seventeen times twenty three" → "17 times 23" (Whisper writes both forms)."""
+_ONE_UNIT = re.compile(r"\b(for|add|remove|subtract|take off|in) (a|an|one) (hour|minute|second)\b",
+                       re.IGNORECASE)
+_ONE_UNIT_TIMER = re.compile(r"\b(a|an|one) (hour|minute)( |-)timer\b", re.IGNORECASE)
+_AND_A_HALF = re.compile(r"\b(\d+) (hour|minute)s? and a half\b", re.IGNORECASE)
+
+
+def normalized(text: str) -> str:
+    """Digits for number words ("seventeen times twenty three" → "17 times 23": Whisper
+    writes both), and "a minute", "an hour and a half" as numbers the templates read."""
     from text_to_num import alpha2digit
 
-    return alpha2digit(text, "en")
+    text = alpha2digit(text, "en")
+    text = _ONE_UNIT.sub(r"\1 1 \3", text)
+    text = _ONE_UNIT_TIMER.sub(r"1 \2 timer", text)
+    return _AND_A_HALF.sub(lambda m: f"{m[1]} {m[2]}s and 30 "
+                           f"{'minutes' if m[2].lower() == 'hour' else 'seconds'}", text)
 
 
 class IntentMatcher:
@@ -67,14 +79,14 @@ class IntentMatcher:
         text = text.strip()
         if not text:
             return []
-        normalized = digits_for_number_words(text)
+        text = normalized(text)
         found, seen = [], set()
-        for result in recognize_all(normalized, self._intents, slot_lists=self._slot_lists):
+        for result in recognize_all(text, self._intents, slot_lists=self._slot_lists):
             slots = {name: entity.value for name, entity in result.entities.items()}
             key = (result.intent.name, tuple(sorted((k, str(v)) for k, v in slots.items())))
             if key not in seen:
                 seen.add(key)
-                found.append(IntentMatch(result.intent.name, slots, normalized))
+                found.append(IntentMatch(result.intent.name, slots, text))
         # Literal templates first; then the reading whose open slots took the fewest words
         # ("pizza", not "a pizza").
         found.sort(key=lambda m: (LATE_INTENTS.index(m.intent) + 1

@@ -83,7 +83,7 @@ PARLEY_INTENTS: dict = {
         "<what_is> {expression}", "how much is {expression}",
         "(calculate|compute|work out|evaluate) {expression}",
         "what do you get (if|when) you (compute|calculate) {expression}",
-        "{expression} (equals|is) what",
+        "{expression} (equals|is) what", "{expression}",
     ]}]},
 }
 
