@@ -53,6 +53,9 @@ class ReplySettings:
     """Show the best matching passage of a covered message beside the user's message."""
     max_messages: int | None = None
     """Keep at most this many messages (voice keeps 400, the record's voice limit)."""
+    recent_exchanges: int | None = None
+    """Earlier exchanges shown to the model verbatim (None: all that fit). The embedded
+    135M model repeats an earlier answer it sees; it gets 0."""
 
     def __post_init__(self) -> None:
         if self.answer_tokens < 16:
@@ -63,6 +66,8 @@ class ReplySettings:
             raise ValueError("summary_seconds must be positive")
         if self.max_messages is not None and self.max_messages < 4:
             raise ValueError("max_messages must be at least 4")
+        if self.recent_exchanges is not None and self.recent_exchanges < 0:
+            raise ValueError("recent_exchanges cannot be negative")
 
 
 def internal_error(exc: Exception) -> Error:
@@ -97,7 +102,7 @@ class Conversation:
         """The prompt builder for the current settings (voice changes them after start)."""
         return PromptBuilder(self.model, self.settings.system_prompt,
                              self.settings.answer_tokens, self.settings.recall_hints,
-                             self._search_cache)
+                             self._search_cache, self.settings.recent_exchanges)
 
     def clear(self) -> None:
         """Forget the whole conversation, its summary included."""

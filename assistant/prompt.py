@@ -51,12 +51,17 @@ class PromptBuilder:
     """The prompts of one conversation's replies, for one model and one set of limits."""
 
     def __init__(self, model: ChatModel, system_prompt: str, answer_tokens: int,
-                 recall_hints: bool, cache: SearchIndexCache) -> None:
+                 recall_hints: bool, cache: SearchIndexCache,
+                 recent_exchanges: int | None = None) -> None:
         self.model = model
         self.system_prompt = system_prompt
         self.answer_tokens = answer_tokens
         self.recall_hints = recall_hints
         self.cache = cache
+        self.recent_exchanges = recent_exchanges
+        """Earlier exchanges the model sees verbatim (None: all that fit). A very small
+        model copies its earlier answers when they are in the prompt; what is left out is
+        still found by the recall hint and `conversation_history`."""
 
     def system_message(self, tools: Sequence[ToolSpec], summary: RunningSummary,
                        messages: Sequence[Message]) -> PromptMessage:
@@ -95,12 +100,13 @@ class PromptBuilder:
         """
         system = self.system_message(tools, summary, messages)
         room = self.room(system, tools) - reserve
-        uncovered = [m for m in messages if m.seq > summary.covered_through]
+        uncovered, outside = self._window(
+            [m for m in messages if m.seq > summary.covered_through], current_seq)
         fit = fit_history(uncovered, current_seq, self.count, room)
         current = next((m for m in messages if m.seq == current_seq), None)
         hint = None
         if recall and self.recall_hints and current is not None:
-            hint = self._recall_hint(messages, summary, current, set(fit.dropped))
+            hint = self._recall_hint(messages, summary, current, set(fit.dropped) | outside)
         if hint is not None:
             try:
                 fit = fit_history(uncovered, current_seq, self.count,
@@ -113,6 +119,18 @@ class PromptBuilder:
         index = next(i for i, m in enumerate(fit.kept) if m.seq == current_seq) + 1
         prompt[index] = replace(prompt[index], content=f"{prompt[index].content}\n\n{hint[1]}")
         return Prompt(prompt, hint[0])
+
+    def _window(self, uncovered: list[Message], current_seq: int
+                ) -> tuple[list[Message], set[int]]:
+        """The messages of the last `recent_exchanges` exchanges before `current_seq` and
+        all from it on; and the numbers of those left out."""
+        if self.recent_exchanges is None:
+            return uncovered, set()
+        starts = [m.seq for m in uncovered if m.role == "user" and m.seq < current_seq]
+        kept = starts[len(starts) - self.recent_exchanges:] if self.recent_exchanges else []
+        first = kept[0] if kept else current_seq
+        return ([m for m in uncovered if m.seq >= first],
+                {m.seq for m in uncovered if m.seq < first})
 
     def _recall_hint(self, messages: Sequence[Message], summary: RunningSummary,
                      current: Message, dropped: set[int]) -> tuple[int, str] | None:

@@ -52,6 +52,15 @@ def load_local_intents(args: argparse.Namespace):
     return LocalIntents()
 
 
+def recent_exchanges(args: argparse.Namespace) -> int | None:
+    """How many earlier exchanges the model sees word for word (None: all that fit)."""
+    chosen = args.model_exchanges
+    if chosen == "auto":
+        # The embedded 135M model copies an earlier answer it sees into a new one.
+        return 0 if not (args.llm_url or args.llm_model) else None
+    return None if chosen == "all" else chosen
+
+
 def load_conversation(args: argparse.Namespace, timers: Timers,
                       max_messages: int | None = None) -> Conversation:
     """The conversation with its model, tools (the timer tool over `timers`) and local
@@ -62,7 +71,8 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
         raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
     try:
         settings = ReplySettings(answer_tokens=args.answer_tokens,
-                                 max_tool_calls=args.max_tool_calls, max_messages=max_messages)
+                                 max_tool_calls=args.max_tool_calls, max_messages=max_messages,
+                                 recent_exchanges=recent_exchanges(args))
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     tools = builtin_tools()

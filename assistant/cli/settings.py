@@ -29,6 +29,15 @@ def _number(text: str) -> float:
     return float(text.strip())
 
 
+def _exchanges(text: str) -> int | str:
+    word = text.strip().lower()
+    if word in ("auto", "all"):
+        return word
+    if int(word) < 0:
+        raise ValueError(text)
+    return int(word)
+
+
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
@@ -40,7 +49,9 @@ def _switch(text: str) -> bool:
 
 
 _WHAT: dict[Callable, str] = {_whole: "a whole number", _number: "a number",
-                              _switch: "true or false (1/0, yes/no)", str: "text", Path: "a path"}
+                              _switch: "true or false (1/0, yes/no)",
+                              _exchanges: "a whole number, 'all' or 'auto'", str: "text",
+                              Path: "a path"}
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--answer-tokens", _whole, 1024, "tokens kept free for the answer (default 1024)",
             "language model", _ALL),
     Setting("--max-tool-calls", _whole, 4, "research budget: tool calls per reply (default 4)",
+            "language model", _ALL),
+    Setting("--model-exchanges", _exchanges, "auto", "earlier exchanges the model sees "
+            "word for word; the rest stays searchable (default auto: 0 for the embedded "
+            "135M model, which repeats what it sees, all that fit for any other)",
             "language model", _ALL),
     Setting("--no-local-intents", _switch, False, "send every message to the model, even the "
             "time, timers and arithmetic Parley answers itself (for a model that should "
@@ -178,7 +193,8 @@ def _from_toml(setting: Setting, raw: Any, path: Path) -> Any:
     where = f"{path}: {setting.flag[2:]} = {raw!r}"
     if isinstance(raw, str):
         return _parse(setting, raw, where)
-    accepted = {_switch: (bool,), _whole: (int,), _number: (int, float)}.get(setting.parse, ())
+    accepted = {_switch: (bool,), _whole: (int,), _number: (int, float),
+                _exchanges: (int,)}.get(setting.parse, ())
     if isinstance(raw, accepted) and (setting.switch or not isinstance(raw, bool)):
         return float(raw) if setting.parse is _number else raw
     raise ConfigError(f"{where} is not {_WHAT[setting.parse]}")
