@@ -108,7 +108,9 @@ def timer_tool(timers: Timers) -> Tool:
         action = arguments.get("action", "")
         if action == "start":
             seconds = arguments.get("seconds") or 0
-            return f"Setting a {duration_words(seconds, adjective=True)} timer"
+            name = str(arguments.get("name") or "").strip()
+            named = f" {name}" if name else ""
+            return f"Setting a {duration_words(seconds, adjective=True)}{named} timer"
         return {"status": "Checking the timers", "cancel_all": "Cancelling all timers"}.get(
             action, f"Timer: {action}")
 

@@ -21,7 +21,7 @@ def seen(monkeypatch):
     """The settings `parley chat` would build its conversation from (it stops there)."""
     captured: list = []
 
-    def load_conversation(args, max_messages=None):
+    def load_conversation(args, timers=None, max_messages=None):
         captured.append(args)
         raise ConfigError("stopped by the test")
 
@@ -106,7 +106,8 @@ def run_chat_with_a_bug(monkeypatch, capsys, argv: list[str]) -> tuple[str, str]
     model = ScriptedChatModel()
     model.enqueue("Hi.", "never said")
     monkeypatch.setattr("assistant.cli.engines.load_conversation",
-                        lambda args, max_messages=None: Conversation(model, builtin_tools()))
+                        lambda args, timers=None, max_messages=None:
+                        Conversation(model, builtin_tools()))
     import assistant.prompt as prompt
 
     real_fit = prompt.fit_history

@@ -76,7 +76,8 @@ class IntentMatcher:
     def match(self, text: str) -> list[IntentMatch]:
         from hassil import recognize_all
 
-        text = text.strip()
+        # Lone surrogates (a JSON "\udcff") cannot be encoded, and the number parser needs to.
+        text = text.encode("utf-8", "replace").decode("utf-8").strip()
         if not text:
             return []
         text = normalized(text)
