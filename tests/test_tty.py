@@ -31,3 +31,26 @@ def test_ctrl_c_stops_the_reply_and_the_conversation_goes_on():
         assert child.wait() == 0
     finally:
         child.close()
+
+
+def test_a_timer_goes_off_with_a_line_and_the_bell_while_the_user_is_idle():
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TERM="dumb", COLUMNS="120")
+    child = pexpect.spawn(sys.executable, ["-m", "assistant", "chat", "--ctx", "2048"],
+                          env=env, encoding="utf-8", timeout=120)
+    try:
+        child.expect("you> ")
+        child.sendline("set a 2 second tea timer")
+        child.expect("Your 2 second tea timer is set.")
+        child.expect("you> ")
+        # Nothing is typed: the timer's line and the bell arrive at the waiting prompt.
+        child.expect("\a", timeout=30)
+        child.expect("Your 2 second tea timer is done.")
+        child.sendline("set a timer for 1 hour")
+        child.expect("Your 1 hour timer is set.")
+        child.expect("you> ")
+        child.sendeof()
+        child.expect(r"Cancelled the running timer: the 1 hour timer")
+        child.expect(pexpect.EOF)
+        assert child.wait() == 0
+    finally:
+        child.close()

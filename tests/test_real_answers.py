@@ -1,0 +1,49 @@
+"""`parley replay` with the real engines answering everyday requests spoken by the Piper
+voice: time, date, arithmetic, and a timer that goes off during a `wait_s` turn."""
+
+import json
+from datetime import datetime
+
+import pytest
+
+from audio.files import write_wav
+from audio.spoken import spoken_clip
+from tests.test_real_model import run_parley
+
+pytestmark = pytest.mark.real
+
+REQUESTS = ["What time is it?", "What is the date today?", "What is 17 times 23?",
+            "Set a 10 second pizza timer."]
+
+
+def test_spoken_requests_are_answered_and_a_timer_goes_off_while_time_passes(tmp_path):
+    from models.piper_tts import PiperTextToSpeech
+
+    tts = PiperTextToSpeech()
+    turns = []
+    for number, text in enumerate(REQUESTS, 1):
+        write_wav(tmp_path / f"{number}.wav", spoken_clip(tts, text), 16000)
+        turns.append({"audio": f"{number}.wav"})
+    turns += [{"wait_s": 3600}, {"text": "How much time is left?"}]
+    (tmp_path / "session.json").write_text(json.dumps({"turns": turns}))
+    before = datetime.now()
+    result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
+                        "--ctx", "2048", "--answer-tokens", "64")
+    after = datetime.now()
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    report = json.loads(result.stdout)
+    replies = [turn.get("reply", "") for turn in report["turns"]]
+    assert replies[0] in {f"It's {t.hour % 12 or 12}:{t.minute:02d} "
+                          f"{'AM' if t.hour < 12 else 'PM'}." for t in (before, after)}
+    assert replies[1] in {f"Today is {d:%A}, {d:%B} {d.day}, {d.year}." for d in (before, after)}
+    assert replies[2] == "17 times 23 is 391."
+    assert replies[3] == "Your 10 second pizza timer is set."
+    # An hour of virtual time: the timer went off during the wait, on that turn.
+    fired = [e for e in report["turns"][4]["events"] if e["type"] == "timer-finished"]
+    assert [(e["name"], e["seconds"], e["text"]) for e in fired] == [
+        ("pizza", 10, "Your 10 second pizza timer is done.")]
+    assert all(e["type"] != "timer-finished" for t in report["turns"][:4] for e in t["events"])
+    assert replies[5] == "There is no timer running."
+    # Each answer left its tool call in the numbered history, as a model's would.
+    tools = [m.get("tool") for m in report["messages"] if m["role"] == "tool"]
+    assert tools == ["clock", "clock", "calculator", "timer", "timer"]
