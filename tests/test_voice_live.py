@@ -71,6 +71,20 @@ def wait_until_speaking(recording, within: float = 60.0) -> None:
     raise AssertionError("Parley never started speaking")
 
 
+def wait_until_quiet(recording, quiet_s: float = 1.0, within: float = 60.0) -> None:
+    """Until the speaker's monitor has carried nothing for `quiet_s` (the end of a reply
+    reaches the speaker a little after the reply is in the history)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        played = recording.samples
+        tail = played[-int(MIC_RATE * quiet_s):]
+        if tail.size >= int(MIC_RATE * quiet_s) and np.abs(tail).max() <= 100:
+            recording.stop()
+            return
+        time.sleep(0.05)
+    raise AssertionError("Parley never stopped speaking")
+
+
 def quit_cleanly(child: pexpect.spawn) -> None:
     child.sendline("/quit")
     child.expect(pexpect.EOF, timeout=30)
@@ -172,6 +186,42 @@ def test_barge_in_through_the_real_devices_stops_the_reply(server):
         wait_for_history(child, r"#3 user: [^\r\n]*young man")
         played = recording.stop()
         assert played.size and np.abs(played).max() > 100  # it did speak before it stopped
+        quit_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+def strongest_pitch(pcm: np.ndarray, rate: int, low: float = 400.0, high: float = 3000.0) -> float:
+    """The loudest frequency in `pcm` between `low` and `high` Hz."""
+    spectrum = np.abs(np.fft.rfft(pcm.astype(np.float64) * np.hanning(pcm.size)))
+    freqs = np.fft.rfftfreq(pcm.size, 1 / rate)
+    band = (freqs >= low) & (freqs <= high)
+    return float(freqs[band][np.argmax(spectrum[band])])
+
+
+def test_a_timer_going_off_chimes_and_is_announced_through_the_speaker(server):
+    child = spawn_voice(server)
+    try:
+        child.sendline("Set a 10 second timer.")
+        child.expect("Your 10 second timer is set")
+        # Once the confirmation has been spoken, the speaker is quiet until the timer ends.
+        wait_for_history(child, r"assistant: Your 10 second timer is set")
+        wait_until_quiet(server.record_monitor())
+        recording = server.record_monitor()
+        child.expect(r"⏰ Your 10 second timer is done\.", timeout=60)
+        wait_until_speaking(recording)
+        time.sleep(3.0)  # the chime, then the announcement in Parley's voice
+        played = recording.stop()
+        rate = recording.rate
+        onset = int(np.argmax(np.abs(played) > 100))
+        note = int(0.18 * rate)
+        # The chime's two rising notes come first (A5, then E6)...
+        first = strongest_pitch(played[onset:onset + note], rate)
+        second = strongest_pitch(played[onset + note:onset + 2 * note], rate)
+        assert abs(first - 880) < 40 and abs(second - 1318.5) < 40, (first, second)
+        # ...then the spoken announcement.
+        after = played[onset + int(0.5 * rate):]
+        assert np.sqrt(np.mean(after.astype(np.float64) ** 2)) > 100, "no announcement"
         quit_cleanly(child)
     finally:
         child.close(force=True)
