@@ -135,9 +135,12 @@ class PromptBuilder:
     def _recall_hint(self, messages: Sequence[Message], summary: RunningSummary,
                      current: Message, dropped: set[int]) -> tuple[int, str] | None:
         """The best passage of a message out of the prompt that the user's words match strongly."""
+        # A model shown no earlier exchange copies a quoted earlier answer of its own
+        # word for word into the new one; what the user said is what it must not lose.
+        own_words_only = self.recent_exchanges == 0
         out = [m for m in messages if m.seq < current.seq
                and (m.seq <= summary.covered_through or m.seq in dropped)
-               and m.tool != history_tool.NAME]
+               and m.tool != history_tool.NAME and (m.role == "user" or not own_words_only)]
         if not out:
             return None
         search = HistorySearch(out, self.cache)

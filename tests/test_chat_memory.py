@@ -459,3 +459,29 @@ def test_summary_command_prints_the_summary_and_what_it_covers(command_output):
     shown = out.getvalue()
     assert "Earlier in this conversation (messages #1–" in shown
     assert "- (#1–#2)" in shown and "#1: a pasted text of" in shown
+
+
+# -- how many earlier exchanges the model sees ------------------------------------------
+
+def test_a_model_shown_no_exchanges_sees_only_the_message_and_the_users_own_words():
+    conversation, model = make(recent_exchanges=0)
+    chat(conversation, model, ("My name is Sam and I live in Lisbon.", "Nice to meet you."),
+         ("Tell me a joke about penguins.", "Penguins wear tuxedos because they are cool."),
+         *((f"Give me idea {n} for a garden.", f"Plant herbs, row {n}.") for n in range(8)),
+         ("What is my name?", "Sam."))
+    prompt = model.prompts[-1]
+    assert [m.role for m in prompt] == ["system", "user"]
+    assert prompt[-1].content.startswith("What is my name?")
+    assert "My name is Sam" in prompt[-1].content  # the recall hint: the user's words
+    # An earlier answer is never quoted back to it: it would copy it into the new one.
+    chat(conversation, model, ("Why are penguins cool?", "They live in the cold."))
+    assert "tuxedos" not in model.prompts[-1][-1].content
+
+
+@pytest.mark.parametrize(("exchanges", "seen"), [(1, 1), (None, 2)])
+def test_the_model_sees_the_last_exchanges_it_is_set_to(exchanges, seen):
+    conversation, model = make(recent_exchanges=exchanges)
+    chat(conversation, model, ("First question?", "First answer."),
+         ("Second question?", "Second answer."), ("Third question?", "Third answer."))
+    users = [m.content for m in model.prompts[-1] if m.role == "user"]
+    assert users == ["First question?", "Second question?"][2 - seen:] + ["Third question?"]
