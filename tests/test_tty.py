@@ -9,10 +9,15 @@ import pytest
 pytestmark = pytest.mark.real
 
 
-def test_ctrl_c_stops_the_reply_and_the_conversation_goes_on():
+def spawn_chat() -> pexpect.spawn:
+    """`parley chat` on the embedded model in a pseudo-terminal."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TERM="dumb", COLUMNS="120")
-    child = pexpect.spawn(sys.executable, ["-m", "assistant", "chat", "--ctx", "2048"],
-                          env=env, encoding="utf-8", timeout=120)
+    return pexpect.spawn(sys.executable, ["-m", "assistant", "chat", "--ctx", "2048"],
+                         env=env, encoding="utf-8", timeout=120)
+
+
+def test_ctrl_c_stops_the_reply_and_the_conversation_goes_on():
+    child = spawn_chat()
     try:
         child.expect("you> ")
         child.sendline("Write a very long story about a lighthouse keeper, in many paragraphs.")
@@ -34,9 +39,7 @@ def test_ctrl_c_stops_the_reply_and_the_conversation_goes_on():
 
 
 def test_a_timer_goes_off_with_a_line_and_the_bell_while_the_user_is_idle():
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TERM="dumb", COLUMNS="120")
-    child = pexpect.spawn(sys.executable, ["-m", "assistant", "chat", "--ctx", "2048"],
-                          env=env, encoding="utf-8", timeout=120)
+    child = spawn_chat()
     try:
         child.expect("you> ")
         child.sendline("set a 2 second tea timer")

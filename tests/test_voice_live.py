@@ -12,6 +12,7 @@ import pexpect
 import pytest
 
 from audio import samples
+from audio.chime import NOTE_SECONDS, NOTES_HZ
 from tests.soundserver import MIC_RATE, SoundServer, pulseaudio_missing
 
 pytestmark = pytest.mark.real
@@ -214,11 +215,11 @@ def test_a_timer_going_off_chimes_and_is_announced_through_the_speaker(server):
         played = recording.stop()
         rate = recording.rate
         onset = int(np.argmax(np.abs(played) > 100))
-        note = int(0.18 * rate)
+        note = int(NOTE_SECONDS * rate)
         # The chime's two rising notes come first (A5, then E6)...
         first = strongest_pitch(played[onset:onset + note], rate)
         second = strongest_pitch(played[onset + note:onset + 2 * note], rate)
-        assert abs(first - 880) < 40 and abs(second - 1318.5) < 40, (first, second)
+        assert abs(first - NOTES_HZ[0]) < 40 and abs(second - NOTES_HZ[1]) < 40, (first, second)
         # ...then the spoken announcement.
         after = played[onset + int(0.5 * rate):]
         assert np.sqrt(np.mean(after.astype(np.float64) ** 2)) > 100, "no announcement"

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from assistant.bench.voice import p90
+from assistant.bench.voice import p90, replay_loop
 from assistant.conversation import Conversation, ReplySettings
 from assistant.events import ReplyDone
 from assistant.timer_tool import timer_tool
@@ -119,18 +119,12 @@ def reply_text(talk: Conversation, text: str) -> str:
 
 def spoken_requests(engines, local: bool) -> tuple[list, Timers]:
     """Each request said by Piper and replayed through the voice loop at real-time pace."""
-    from assistant.voice.loop import VoiceLoop
     from assistant.voice.replay import ReplayTurn, replay
-    from assistant.voice.turns import VoiceSettings
-    from audio.playback import MemorySpeaker
-    from audio.segmenter import Segmenter
     from audio.spoken import spoken_clip
 
-    llm, stt, tts = engines
     timers = Timers(background=False)
-    talk = conversation(llm, local, timers)
-    loop = VoiceLoop(talk, stt, tts, MemorySpeaker(realtime=False), Segmenter(),
-                     VoiceSettings())
+    loop = replay_loop(conversation(engines[0], local, timers), engines)
+    tts = engines[2]
     session = [ReplayTurn(n, pcm=spoken_clip(tts, r.text)) for n, r in enumerate(REQUESTS, 1)]
     verdicts = []
     try:
@@ -184,17 +178,12 @@ def bench_requests(engines) -> dict[str, list[float]]:
 
 def bench_latency(engines, latencies: dict[str, list[float]]) -> None:
     """Local answers (from the spoken requests) against model answers to open questions."""
-    from assistant.voice.loop import VoiceLoop
     from assistant.voice.replay import ReplayTurn, replay
-    from assistant.voice.turns import VoiceSettings
-    from audio.playback import MemorySpeaker
-    from audio.segmenter import Segmenter
     from audio.spoken import spoken_clip
 
-    llm, stt, tts = engines
     timers = Timers(background=False)
-    loop = VoiceLoop(conversation(llm, True, timers), stt, tts, MemorySpeaker(realtime=False),
-                     Segmenter(), VoiceSettings())
+    loop = replay_loop(conversation(engines[0], True, timers), engines)
+    tts = engines[2]
     session = [ReplayTurn(n, pcm=spoken_clip(tts, q)) for n, q in enumerate(OPEN_QUESTIONS, 1)]
     try:
         produced = replay(loop, session, fast=False)
@@ -281,16 +270,18 @@ OPEN = [
     "How can I learn to play the guitar?", "Explain what a rainbow is.",
     "What makes a good friend?", "Why do leaves change colour in autumn?",
 ]
+PARROT_QUESTIONS: list[str | tuple[str, tuple[str, ...]]] = [
+    q for pair in zip(OPEN, FACTS, strict=True) for q in pair]
+"""Open and factual questions in turn; a factual one with the words a right answer holds."""
 
 
 def parrot_run(model, exchanges: int | None) -> tuple[float, int, int, int]:
     """(worst similarity to an earlier reply, replies over 0.8, facts right, replies)."""
     timers = Timers(background=False)
     talk = conversation(model, True, timers, recent_exchanges=exchanges)
-    questions = [q for pair in zip(OPEN, FACTS, strict=True) for q in pair]
     replies: list[str] = []
     worst, over, facts = 0.0, 0, 0
-    for question in questions:
+    for question in PARROT_QUESTIONS:
         text = question if isinstance(question, str) else question[0]
         reply = reply_text(talk, text).strip().lower()
         if not isinstance(question, str):

@@ -183,21 +183,29 @@ class LatencyRun:
     processed_tokens: float
 
 
+def replay_loop(conversation, engines, settings=None):
+    """A voice loop on `engines` for a benchmark's replay of `conversation`."""
+    from assistant.voice.loop import VoiceLoop
+    from assistant.voice.turns import VoiceSettings
+    from audio.playback import MemorySpeaker
+    from audio.segmenter import Segmenter
+
+    _, stt, tts = engines
+    # Speech is fed at real-time pace, as a microphone delivers it; the speaker plays
+    # instantly so a run takes minutes, which does not change the time to first audio.
+    return VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False), Segmenter(),
+                     settings or VoiceSettings())
+
+
 def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
     from assistant.conversation import Conversation, ReplySettings
     from assistant.events import ReplyDone
     from assistant.tools import builtin_tools
-    from assistant.voice.loop import VoiceLoop
     from assistant.voice.replay import ReplayTurn, replay
-    from audio.playback import MemorySpeaker
-    from audio.segmenter import Segmenter
 
-    llm, stt, tts = engines
-    conversation = Conversation(llm, builtin_tools(), ReplySettings(answer_tokens=ANSWER_TOKENS))
-    # Speech is fed at real-time pace, as a microphone delivers it; the speaker plays
-    # instantly so a run takes minutes, which does not change the time to first audio.
-    loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False), Segmenter(),
-                     settings)
+    conversation = Conversation(engines[0], builtin_tools(),
+                                ReplySettings(answer_tokens=ANSWER_TOKENS))
+    loop = replay_loop(conversation, engines, settings)
     clips = (samples.librivox() + samples.commands())[:turns]
     session = [ReplayTurn(n, audio_path=None, pcm=c.pcm) for n, c in enumerate(clips, 1)]
     try:
