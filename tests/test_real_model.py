@@ -1,73 +1,28 @@
 """The real embedded SmolLM2 model through the real `parley` command."""
 
 import os
-import shutil
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.nodisk import run_parley, written_outside
+
 pytestmark = pytest.mark.real
 
-# Runs `parley` with an audit hook that kills the process on any file opened for
-# writing (or directory made, or file renamed/removed) outside the allowed folder.
-GUARD = textwrap.dedent("""
-    import os, sys
-    allowed = os.environ["PARLEY_TEST_ALLOWED_DIR"]
-    WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    def ok(path):
-        path = os.path.realpath(os.fsdecode(path)) if isinstance(path, (str, bytes)) else ""
-        return not path or path.startswith(allowed) or path.startswith("/dev/")
-    def hook(event, args):
-        bad = False
-        if event == "open" and args[0] is not None and not isinstance(args[0], int):
-            mode, flags = args[1] or "", args[2] or 0
-            if any(c in mode for c in "wax+") or flags & WRITE_FLAGS:
-                bad = not ok(args[0])
-        elif event in ("os.mkdir", "os.rename", "os.remove", "os.rmdir", "shutil.rmtree"):
-            bad = not ok(args[0])
-        if bad:
-            sys.stderr.write(f"WROTE TO DISK: {event} {args[:2]}\\n")
-            os._exit(99)
-    sys.addaudithook(hook)
-    from assistant.cli.main import main
-    sys.exit(main(sys.argv[1:]))
-""")
-
-
-def run_parley(tmp_path: Path, stdin: bytes, *flags: str, trace: bool = False):
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1",
-               PARLEY_TEST_ALLOWED_DIR=str(tmp_path.resolve()))
-    command = [sys.executable, "-c", GUARD, *flags]
-    if trace:
-        command = ["strace", "-f", "-qq", "-e", "trace=open,openat,creat,rename,unlink",
-                   "-o", str(tmp_path / "trace"), *command]
-    return subprocess.run(command, input=stdin, capture_output=True, env=env, timeout=600)
-
-
-def written_outside(tmp_path: Path) -> list[str]:
-    """Files the traced process opened for writing outside `tmp_path` (strace's log)."""
-    written = []
-    for line in (tmp_path / "trace").read_text().splitlines():
-        if any(flag in line for flag in ("O_WRONLY", "O_RDWR", "O_CREAT", "rename", "unlink")):
-            path = line.split('"')[1] if '"' in line else ""
-            if path and not path.startswith(("/dev/", str(tmp_path))) and "ENOENT" not in line:
-                written.append(line)
-    return written
+__all__ = ["run_parley", "written_outside"]  # the real-engine tests' way to run `parley`
 
 
 def test_piped_chat_with_the_embedded_model_writes_nothing_to_disk(tmp_path):
-    trace = shutil.which("strace") is not None
     result = run_parley(
-        tmp_path, b"Hello! What is the capital of France?\n\xff\xfe broken bytes\n",
-        "--ctx", "2048", trace=trace)
+        tmp_path, b"What is the capital of France?\nWhat is 6 times 7?\n\xff\xfe Thanks!\n",
+        "--ctx", "2048", trace=True)
     assert result.returncode == 0, result.stderr.decode()
     lines = [line for line in result.stdout.decode().splitlines() if line.strip()]
-    assert len(lines) >= 2, result.stdout  # one reply for each message, none fatal
-    if trace:
-        assert written_outside(tmp_path) == []
+    # One reply for each message, in order: the model's, the local (one-line) answer, and
+    # one to the line whose broken bytes were replaced rather than fatal.
+    paris = next(i for i, line in enumerate(lines) if "Paris" in line)
+    answer = next(i for i, line in enumerate(lines) if i > paris and "42" in line)
+    assert len(lines) > answer + 1, lines
+    assert written_outside(tmp_path) == []
 
 
 def test_corrupt_model_file_is_one_clear_line_and_exit_2(tmp_path):

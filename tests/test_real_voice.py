@@ -1,14 +1,13 @@
 """`parley replay` with the real embedded engines on recordings of human speech."""
 
 import json
-import shutil
 
 import jiwer
 import pytest
 
 from audio import samples
 from audio.files import write_wav
-from tests.test_real_model import run_parley, written_outside
+from tests.nodisk import changes_outside, run_parley, written_outside
 
 pytestmark = pytest.mark.real
 
@@ -28,10 +27,9 @@ def test_replay_hears_real_speech_answers_and_writes_only_what_was_asked(tmp_pat
         {"audio": "one.wav"}, {"text": "Say that again in other words."},
         {"audio": "two.wav"}]}))
     report_path, audio_dir = tmp_path / "report.json", tmp_path / "spoken"
-    trace = shutil.which("strace") is not None
     result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
                         "--ctx", "2048", "--answer-tokens", "96",
-                        "--out", str(report_path), "--audio-out", str(audio_dir), trace=trace)
+                        "--out", str(report_path), "--audio-out", str(audio_dir), trace=True)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert result.stdout == b""  # the report went to --out, not to the terminal
     report = json.loads(report_path.read_text())
@@ -48,8 +46,22 @@ def test_replay_hears_real_speech_answers_and_writes_only_what_was_asked(tmp_pat
     # Nothing else of the conversation was written, here or anywhere else.
     made = {p.name for p in tmp_path.iterdir()} - {"trace"}
     assert made == {"one.wav", "two.wav", "session.json", "report.json", "spoken"}
-    if trace:
-        assert written_outside(tmp_path) == []
+    assert written_outside(tmp_path) == []
+
+
+def test_replay_without_out_prints_its_report_and_writes_nothing_at_all(tmp_path, book):
+    write_wav(tmp_path / "one.wav", book[0].pcm, samples.SAMPLE_RATE)
+    (tmp_path / "session.json").write_text(json.dumps({"turns": [
+        {"audio": "one.wav"}, {"text": "What is 6 times 7?"}]}))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
+                        "--ctx", "2048", "--answer-tokens", "48", trace=True)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    report = json.loads(result.stdout)  # one JSON document on stdout
+    assert report["turns"][0]["heard"] and "42" in report["turns"][1]["reply"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "trace"])
+    # Not in the test's folder either: only the trace log, written by strace itself.
+    assert changes_outside(tmp_path / "trace", []) == []
 
 
 def test_a_corrupt_clip_is_named_with_its_turn_and_nothing_runs(tmp_path):
