@@ -40,6 +40,11 @@ CALLS = ",".join([
 ALLOWED_PREFIXES = ("/proc/", "/sys/", "/dev/pts/", "/memfd:")
 ALLOWED_PATHS = ("/dev/null", "/dev/tty", "/dev/ptmx")
 
+JACK_METADATA = Path(f"/dev/shm/jack_db-{os.getuid()}")
+"""libjack's (empty) port-metadata database, opened read-write whenever PortAudio probes for
+a JACK server, as it does on start; Parley never sets JACK metadata, so no conversation can
+be in it. Allowed only where a test passes it, like the sound server's cookie."""
+
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND", "O_TMPFILE")
 _OPENS = {"open", "openat", "openat2", "creat"}
 # Calls that only look at a file: logged because they are in %file, never a change.
@@ -125,7 +130,8 @@ def _changed_paths(call: str, args: str) -> list[str]:
 
 
 def changes_outside(log: Path, allowed: Sequence[Path]) -> list[str]:
-    """The logged calls that changed a file outside `allowed` and the named exceptions."""
+    """The logged calls that changed a file outside `allowed` (folders or single files)
+    and the named exceptions."""
     folders = [str(Path(folder).resolve()) for folder in allowed]
 
     def permitted(path: str) -> bool:

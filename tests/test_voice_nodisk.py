@@ -1,0 +1,59 @@
+"""`parley voice` on the private sound server writes nothing to disk: the microphone's audio,
+the transcript, the reply and its speech, a typed message and a timer all stay in memory."""
+
+from collections.abc import Iterator
+
+import pexpect
+import pytest
+
+from audio import samples
+from tests.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
+from tests.soundserver import SoundServer, pulseaudio_missing
+from tests.test_voice_live import speech, wait_for_history
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture
+def server() -> Iterator[SoundServer]:
+    reason = pulseaudio_missing()
+    if reason:
+        pytest.skip(reason)
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    srv = SoundServer()
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_a_spoken_and_typed_voice_session_writes_nothing_to_disk(server, tmp_path):
+    log = tmp_path / "trace"
+    command = traced(guarded_parley([
+        "voice", "--input-device", "pulse", "--output-device", "pulse", "--ctx", "2048",
+        "--answer-tokens", "40"]), log)
+    env = guarded_env(tmp_path, **server.env, TERM="dumb", COLUMNS="200")
+    child = pexpect.spawn(command[0], command[1:], env=env, encoding="utf-8", timeout=180,
+                          dimensions=(50, 250))
+    try:
+        child.expect("Parley is listening")
+        pcm, _ = speech()
+        server.feed(pcm)
+        child.expect(r"you: [^\r\n]*young man")
+        wait_for_history(child, r"#2 assistant: ")
+        child.sendline("What is 6 times 7?")
+        child.expect("42")
+        child.sendline("Set a 2 second timer.")
+        child.expect(r"⏰ Your 2 second timer is done\.", timeout=60)
+        child.sendline("/quit")
+        child.expect(pexpect.EOF, timeout=60)
+        assert child.wait() == 0, child.before[-500:]
+    finally:
+        child.close(force=True)
+    # Nowhere: not even the test's own folder, which holds only strace's log. Named
+    # exceptions: libpulse opens the sound server's cookie read-write (to create it if it
+    # were missing), and libjack its metadata database when PortAudio looks for JACK.
+    assert [p.name for p in tmp_path.iterdir()] == ["trace"]
+    assert changes_outside(log, [server.root / "cookie", JACK_METADATA]) == []
