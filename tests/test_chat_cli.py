@@ -1,11 +1,16 @@
 """Text chat end to end with a scripted model: piped stdin, exact transcript."""
 
 import io
+import os
+import sys
+import time
+from datetime import datetime
 
+import pytest
 from rich.console import Console
 
 from assistant.cli.chat import ChatSession
-from assistant.cli.main import build_parser
+from assistant.cli.main import main
 from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
@@ -46,15 +51,81 @@ def test_quit_clear_and_unknown_commands():
     assert len(conversation.history) == 0
 
 
-def test_flags_after_subcommand_do_not_reset_earlier_ones():
-    args = build_parser().parse_args(["--ctx", "2048", "chat", "--max-tool-calls", "2"])
-    assert (args.ctx, args.max_tool_calls) == (2048, 2)
+# -- the clock tool: what the model reads, and what the user hears, on a fixed clock -------
+
+FRIDAY = 1796408707.0
+"""2026-12-04 18:25:07 UTC."""
+MIDSUMMER = 1782907200.0
+"""2026-07-01 12:00:00 UTC."""
+NEW_YORK = "EST+5EDT,M3.2.0,M11.1.0"
+"""POSIX zone rules, so the test needs no tz database."""
 
 
-def test_bad_config_is_a_clear_exit_2(tmp_path, capsys):
-    from assistant.cli.main import main
+@pytest.fixture
+def clock_at(monkeypatch):
+    """Stops the clock tool's clock at an instant, in a time zone the test names."""
+    zone_before = os.environ.get("TZ")
 
-    config = tmp_path / "parley.toml"
-    config.write_text("colour = 'blue'\n")
-    assert main(["--config", str(config)]) == 2
-    assert "unknown setting(s) colour" in capsys.readouterr().err
+    def stop_at(instant: float, zone: str) -> None:
+        class Stopped(datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return datetime.fromtimestamp(instant, tz)
+
+        os.environ["TZ"] = zone
+        time.tzset()
+        monkeypatch.setattr("assistant.tools.datetime", Stopped)
+
+    yield stop_at
+    if zone_before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = zone_before
+    time.tzset()
+
+
+def chat_through_main(monkeypatch, capsys, model: ScriptedChatModel, lines: str,
+                      *flags: str) -> str:
+    """`parley chat` as typed at the shell, stdin piped, with `model` as the language model."""
+    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
+    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", "/nonexistent")  # no config file
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
+    assert main(["chat", *flags]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out
+
+
+@pytest.mark.parametrize("instant, zone, reading", [
+    (FRIDAY, NEW_YORK, "Friday, 04 December 2026, 13:25:07, time zone EST (UTC-0500)"),
+    (MIDSUMMER, NEW_YORK, "Wednesday, 01 July 2026, 08:00:00, time zone EDT (UTC-0400)"),
+    (FRIDAY, "UTC0", "Friday, 04 December 2026, 18:25:07, time zone UTC (UTC+0000)"),
+    (FRIDAY, "JST-9", "Saturday, 05 December 2026, 03:25:07, time zone JST (UTC+0900)"),
+])
+def test_the_clock_tool_gives_the_model_weekday_date_time_and_zone(monkeypatch, capsys, clock_at,
+                                                                   instant, zone, reading):
+    clock_at(instant, zone)
+    model = ScriptedChatModel()
+    model.enqueue('<tool_call>{"name": "clock", "arguments": {}}</tool_call>', "Noted.")
+    out = chat_through_main(monkeypatch, capsys, model, "what day is it\n/history\n",
+                            "--no-local-intents")
+    # The model reads the result beside the call, in the machine's zone, summer time included.
+    assert [m.content for m in model.prompts[1] if m.role == "tool"] == [reading]
+    assert out == ("· Checking the clock…\n"
+                   "Noted.\n"
+                   "#1 user: what day is it\n"
+                   f"#2 tool (clock): {reading}\n"
+                   "#3 assistant: Noted.\n")
+
+
+def test_the_time_and_date_are_said_from_the_clock_without_the_model(monkeypatch, capsys,
+                                                                     clock_at):
+    clock_at(FRIDAY, NEW_YORK)
+    model = ScriptedChatModel()
+    out = chat_through_main(monkeypatch, capsys, model,
+                            "what time is it\nwhat is the date today\n")
+    assert out.splitlines() == ["· Checking the clock…", "It's 1:25 PM.",
+                                "· Checking the clock…", "Today is Friday, December 4, 2026."]
+    assert model.prompts == []

@@ -4,8 +4,10 @@ bad values give one line and exit code 2; `--debug` shows a bug's traceback on s
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,20 +28,26 @@ def seen(monkeypatch):
         raise ConfigError("stopped by the test")
 
     monkeypatch.setattr("assistant.cli.engines.load_conversation", load_conversation)
-    for name in ("PARLEY_CTX", "PARLEY_MAX_TOOL_CALLS", "PARLEY_ANSWER_TOKENS", "PARLEY_CONFIG",
-                 "PARLEY_DEBUG", "PARLEY_LLM_NAME"):
-        monkeypatch.delenv(name, raising=False)
+    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
     return captured
 
 
 def test_flag_beats_environment_beats_config_file_beats_default(tmp_path, monkeypatch, seen):
     config = tmp_path / "parley.toml"
-    config.write_text("ctx = 4096\nmax-tool-calls = 1\nanswer-tokens = 100\n")
+    config.write_text("ctx = 4096\nmax-tool-calls = 1\nanswer-tokens = 100\n"
+                      'barge-in = true\nllm-model = "/models/from-file.gguf"\n')
+    monkeypatch.setenv("PARLEY_CTX", "1024")
     monkeypatch.setenv("PARLEY_MAX_TOOL_CALLS", "2")
+    monkeypatch.setenv("PARLEY_BARGE_IN", "off")
+    monkeypatch.setenv("PARLEY_LLM_MODEL", "/models/from-env.gguf")
     assert main(["--config", str(config), "chat", "--ctx", "2048"]) == 2
     args = seen[-1]
+    # ctx: flag over environment and file; max-tool-calls, barge-in, llm-model: environment
+    # over file (a whole number, a switch turned off, a path); answer-tokens: file over default.
     assert (args.ctx, args.max_tool_calls, args.answer_tokens) == (2048, 2, 100)
+    assert args.barge_in is False and args.llm_model == Path("/models/from-env.gguf")
     assert args.llm_name == "default" and args.debug is False
 
 
