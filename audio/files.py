@@ -29,12 +29,16 @@ def read_audio(path: str | PathLike[str], sample_rate: int = 16000) -> np.ndarra
     name = str(path)
     file = Path(path)
     # libsndfile says "System error" for all of these; say which one it is.
-    if not file.exists():
-        raise AudioFileError(f"Audio file {name} does not exist; check the path.")
-    if file.is_dir():
-        raise AudioFileError(f"{name} is a folder, not an audio file. {_HOW_TO_FIX}")
-    if file.stat().st_size == 0:
-        raise AudioFileError(f"Audio file {name} is empty (0 bytes). {_HOW_TO_FIX}")
+    try:
+        if not file.exists():
+            raise AudioFileError(f"Audio file {name} does not exist; check the path.")
+        if file.is_dir():
+            raise AudioFileError(f"{name} is a folder, not an audio file. {_HOW_TO_FIX}")
+        if file.stat().st_size == 0:
+            raise AudioFileError(f"Audio file {name} is empty (0 bytes). {_HOW_TO_FIX}")
+    except OSError as e:  # a name too long, a folder it may not look into, ...
+        raise AudioFileError(f"Cannot open audio file {name}: {e.strerror}; check the path.") \
+            from e
     try:
         audio, rate = soundfile.read(name, dtype="float32", always_2d=True)
     except (soundfile.SoundFileError, RuntimeError, OSError) as e:

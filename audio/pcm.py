@@ -17,11 +17,15 @@ def to_int16(audio: np.ndarray) -> np.ndarray:
     audio = np.asarray(audio)
     # The scale is the input's: an int16 mixdown is float, but already in int16 units.
     scale = FULL_SCALE if audio.dtype.kind == "f" else 1.0
-    if audio.ndim == 2:
-        audio = audio.mean(axis=1)
-    elif audio.dtype == np.int16:
+    if audio.ndim != 2 and audio.dtype == np.int16:
         return audio
-    scaled = np.rint(audio.astype(np.float64) * scale)
+    # Out-of-range samples overflow and opposite infinities mix down to NaN; both are
+    # dealt with below, so numpy's warnings about them would only be noise.
+    with np.errstate(invalid="ignore", over="ignore"):
+        if audio.ndim == 2:
+            audio = audio.mean(axis=1, dtype=np.float64)  # float32 sums overflow sooner
+        # NaN (a broken file or filter) is silence: cast as it is, its int16 is undefined.
+        scaled = np.rint(np.nan_to_num(audio.astype(np.float64) * scale, nan=0.0))
     return np.clip(scaled, -32768, 32767).astype(np.int16)
 
 

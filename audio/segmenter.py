@@ -72,6 +72,9 @@ class SegmenterSettings:
         for name in ("end_silence_ms", "start_window_ms", "max_utterance_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0, got {getattr(self, name)}")
+        if not math.isfinite(self.max_utterance_s * 1000):  # its frame count must exist
+            raise ValueError(f"max_utterance_s must be a finite number of seconds, got "
+                             f"{self.max_utterance_s}")
         if self.start_speech_ms > self.start_window_ms:
             raise ValueError(
                 f"start_speech_ms ({self.start_speech_ms}) cannot exceed "
@@ -82,10 +85,12 @@ class SegmenterSettings:
         needed = self.frames(self.pre_roll_ms) + self.frames(self.start_window_ms)
         needed += self.frames(self.min_speech_ms) + self.frames(self.end_silence_ms)
         if self.max_frames < needed:
+            # Whole milliseconds as seconds without a float, which a huge setting overflows.
+            whole, ms = divmod(needed * self.frame_ms, 1000)
             raise ValueError(
                 f"max_utterance_s ({self.max_utterance_s}) must leave room for pre_roll_ms, "
                 f"start_window_ms, min_speech_ms and end_silence_ms: at least "
-                f"{needed * self.frame_ms / 1000:g} s with these settings"
+                f"{f'{whole}.{ms:03d}'.rstrip('0').rstrip('.')} s with these settings"
             )
 
     @property
@@ -98,7 +103,8 @@ class SegmenterSettings:
 
     def frames(self, ms: float) -> int:
         """Whole frames covering `ms` (rounded up)."""
-        return math.ceil(ms / self.frame_ms)
+        # Floor division of the negation: exact for any whole number, however large.
+        return int(-(-ms // self.frame_ms))
 
 
 @dataclass(frozen=True, eq=False)

@@ -30,6 +30,9 @@ WINDOW_CHARS = 700
 WINDOW_STEP = WINDOW_CHARS // 2
 OUTPUT_CHARS = 4000
 PAGE_CHARS = 4000
+"""Characters of a message read by number, at most: fewer when its header and footer
+need the room, since the whole answer stays within OUTPUT_CHARS."""
+QUOTED_QUERY_CHARS = 200
 BEST_MESSAGES = 2
 PLACES_PER_MESSAGE = 3
 SECOND_PLACE_SHARE = 0.34
@@ -227,10 +230,13 @@ class HistorySearch:
 
     def search(self, query: str) -> str:
         found = self.places(query)
+        # A pasted query is quoted shortened: the answer keeps within OUTPUT_CHARS.
+        quoted = query if len(query) <= QUOTED_QUERY_CHARS else \
+            query[:QUOTED_QUERY_CHARS].rstrip() + "…"
         if not found:
-            return (f"Nothing earlier in this conversation matches “{query}”. "
+            return (f"Nothing earlier in this conversation matches “{quoted}”. "
                     "Try other words, or read a message by its number.")
-        header = f"Earlier in this conversation, for “{query}”:"
+        header = f"Earlier in this conversation, for “{quoted}”:"
         footer = 'Read a whole message with {"message": N}.'
         count = sum(len(places) for places in found)
         room = OUTPUT_CHARS - len(header) - len(footer) - 2
@@ -258,14 +264,27 @@ class HistorySearch:
         if offset < 0 or (offset >= total and total):
             return (f"Message #{seq} has {total:,} characters; "
                     f"offset {offset:,} is outside it. Start at 0.")
-        page = message.content[offset:offset + PAGE_CHARS]
-        end = offset + len(page)
-        header = f"#{seq} ({describe(message)}), characters {offset:,}–{end:,} of {total:,}:"
-        if end < total:
-            footer = f'[continues: read {{"message": {seq}, "offset": {end}}}]'
-        else:
-            footer = "[end of message]"
-        return f"{header}\n{page}\n{footer}"
+        # The page gives up the room of its header and footer: the whole answer keeps
+        # within OUTPUT_CHARS, so a tool result is never cut before the next offset.
+        size = PAGE_CHARS
+        while True:
+            text = _page(message, offset, size)
+            if len(text) <= OUTPUT_CHARS or size == 1:
+                return text
+            size = max(1, size - (len(text) - OUTPUT_CHARS))
+
+
+def _page(message: Message, offset: int, size: int) -> str:
+    """`size` characters of `message` from `offset`, with where they are and what follows."""
+    seq, total = message.seq, len(message.content)
+    page = message.content[offset:offset + size]
+    end = offset + len(page)
+    header = f"#{seq} ({describe(message)}), characters {offset:,}–{end:,} of {total:,}:"
+    if end < total:
+        footer = f'[continues: read {{"message": {seq}, "offset": {end}}}]'
+    else:
+        footer = "[end of message]"
+    return f"{header}\n{page}\n{footer}"
 
 
 def focus(text: str, place: Place, terms: list[QueryTerm], limit: int) -> tuple[int, int]:

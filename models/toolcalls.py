@@ -26,19 +26,24 @@ def render_call(name: str, arguments: dict | None) -> str:
     return f"{OPEN}{json.dumps({'name': name, 'arguments': arguments or {}})}{CLOSE}"
 
 
+_TOO_BIG = "the tool call is not valid JSON (a number with too many digits, or nesting too deep)"
+
+
 def parse_call(body: str) -> ToolCallChunk:
     """Read one call's JSON; a malformed call becomes a chunk carrying the error."""
     try:
         data = json.loads(body.strip())
     except json.JSONDecodeError as exc:
         return ToolCallChunk("", {}, f"the tool call is not valid JSON ({exc.msg})")
+    except (ValueError, RecursionError):  # Python's own limits, not a syntax error
+        return ToolCallChunk("", {}, _TOO_BIG)
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return ToolCallChunk("", {}, 'a tool call needs {"name": "...", "arguments": {...}}')
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a decode error, or too many digits or levels
             return ToolCallChunk(data["name"], {}, "the tool call's arguments are not JSON")
     if not isinstance(arguments, dict):
         return ToolCallChunk(data["name"], {}, "the tool call's arguments must be an object")

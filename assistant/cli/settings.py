@@ -9,6 +9,7 @@ value in one line (exit code 2), never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -26,7 +27,14 @@ def _whole(text: str) -> int:
 
 
 def _number(text: str) -> float:
-    return float(text.strip())
+    return _finite(float(text.strip()))
+
+
+def _finite(value: float) -> float:
+    # inf and nan parse as floats, but no setting means them: they would overflow later.
+    if not math.isfinite(value):
+        raise ValueError(value)
+    return value
 
 
 def _exchanges(text: str) -> int | str:
@@ -196,7 +204,12 @@ def _from_toml(setting: Setting, raw: Any, path: Path) -> Any:
     accepted = {_switch: (bool,), _whole: (int,), _number: (int, float),
                 _exchanges: (int,)}.get(setting.parse, ())
     if isinstance(raw, accepted) and (setting.switch or not isinstance(raw, bool)):
-        return float(raw) if setting.parse is _number else raw
+        if setting.parse is not _number:
+            return raw
+        try:
+            return _finite(float(raw))
+        except (ValueError, OverflowError):
+            pass
     raise ConfigError(f"{where} is not {_WHAT[setting.parse]}")
 
 
@@ -205,7 +218,11 @@ def read_config(explicit: Path | None, environ: Mapping[str, str]) -> dict[str, 
     path (which may be absent). Keys are flag names (`ctx = 4096`, `llm-model = "…"`)."""
     named = explicit or (Path(environ["PARLEY_CONFIG"]) if environ.get("PARLEY_CONFIG") else None)
     path = named or CONFIG_PATH.expanduser()
-    if not path.is_file():
+    try:
+        present = path.is_file()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise ConfigError(f"cannot use the config file {path} ({exc.strerror})") from exc
+    if not present:
         if named is not None:
             raise ConfigError(f"no config file at {path}")
         return {}
@@ -213,6 +230,9 @@ def read_config(explicit: Path | None, environ: Mapping[str, str]) -> dict[str, 
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML ({exc})") from exc
+    except (ValueError, RecursionError) as exc:  # Python's own limits, not a syntax error
+        raise ConfigError(f"{path} is not valid TOML (a number with too many digits, or "
+                          "nesting too deep)") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read the config file {path} ({exc.strerror})") from exc
     values = {key.replace("-", "_"): value for key, value in data.items()}

@@ -71,6 +71,9 @@ def load_session(path: Path) -> list[ReplayTurn]:
         data = json.loads(raw.decode("utf-8", errors="replace"))
     except json.JSONDecodeError as exc:
         raise SessionError(f"{path} is not valid JSON ({exc}).") from exc
+    except (ValueError, RecursionError) as exc:  # Python's own limits, not a syntax error
+        raise SessionError(f"{path} cannot be read: it has a number with too many digits or "
+                           "is nested too deeply.") from exc
     turns = data.get("turns") if isinstance(data, dict) else data
     if not isinstance(turns, list) or not turns:
         raise SessionError(f'{path}: expected {{"turns": [...]}} with at least one turn.')
@@ -86,8 +89,11 @@ def load_session(path: Path) -> list[ReplayTurn]:
         if unknown:
             raise SessionError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
         during = turn.get("during_reply_ms")
-        if during is not None and (not isinstance(during, int) or during < 0):
-            raise SessionError(f"{where}: during_reply_ms must be a whole number of ms >= 0.")
+        # Bounded like wait_s: replay sleeps on it, and a huge number overflows the sleep.
+        if during is not None and (isinstance(during, bool) or not isinstance(during, int)
+                                   or not 0 <= during <= MAX_WAIT_S * 1000):
+            raise SessionError(f"{where}: during_reply_ms must be a whole number of ms from 0 "
+                               f"to {MAX_WAIT_S * 1000:,}.")
         if "wait_s" in turn:
             wait = turn["wait_s"]
             if isinstance(wait, bool) or not isinstance(wait, int | float) or \
@@ -103,7 +109,10 @@ def load_session(path: Path) -> list[ReplayTurn]:
                 raise SessionError(f"{where}: during_reply_ms applies to audio turns only.")
             out.append(ReplayTurn(number, text=turn["text"]))
             continue
-        clip = (path.parent / str(turn["audio"])).resolve()
+        try:
+            clip = (path.parent / str(turn["audio"])).resolve()
+        except ValueError as exc:  # a NUL character: no file can have that name
+            raise SessionError(f"{where}: {turn['audio']!r} is not a file name.") from exc
         try:
             pcm = read_audio(clip, SAMPLE_RATE)
         except AudioFileError as exc:
