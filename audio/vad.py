@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 VAD_SAMPLE_RATES = (8000, 16000, 32000, 48000)
 """Sample rates webrtcvad accepts."""
 
 VAD_FRAME_MS = (10, 20, 30)
 """Frame lengths webrtcvad accepts."""
+
+SILENCE_RMS = 10.0
+"""A frame quieter than this (about -70 dBFS: zeros, or dither) is digital silence."""
 
 
 class WebRtcVad:
@@ -37,4 +42,11 @@ class WebRtcVad:
                 f"a VAD frame must be 10, 20 or 30 ms of int16 audio at {self.sample_rate} Hz "
                 f"({sorted(self._frame_bytes)} bytes), got {len(frame)} bytes"
             )
+        # Digital silence is never speech, and webrtcvad must not see it: its noise estimate
+        # sinks towards nothing, and for seconds afterwards ordinary room noise counts as
+        # speech (measured: 1.5 s of zeros, then every frame of 2 s of -55 dBFS noise). A
+        # muted source, a WAV's silent lead-in or replay's trailing silence deliver zeros.
+        samples = np.frombuffer(frame, dtype=np.int16).astype(np.float64)
+        if np.sqrt(np.mean(samples**2)) < SILENCE_RMS:
+            return False
         return bool(self._vad.is_speech(frame, self.sample_rate))

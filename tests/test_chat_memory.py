@@ -281,18 +281,19 @@ def test_bullets_without_message_numbers_or_repeating_the_summary_are_replaced()
 
 def test_a_long_paste_is_compacted_and_the_tool_finds_it():
     conversation, model = make()
-    events = chat(conversation, model, ("Here is our compose file:\n" + compose_file(12),
-                                        "Thanks, I read it."),
-                  *(filler(n) for n in range(3)))
-    assert conversation.summary.covered_through >= 2
+    # Two exchanges after the paste still fit: the question that follows is the one that
+    # no longer does, so its own reply compacts the paste before looking it up.
+    chat(conversation, model, ("Here is our compose file:\n" + compose_file(12),
+                               "Thanks, I read it."), *(filler(n) for n in range(2)))
+    assert conversation.summary.covered_through == 0
     model.enqueue('<tool_call>{"name": "conversation_history", '
                   '"arguments": {"query": "billing port"}}</tool_call>',
                   "The billing port is 8101.")
-    events = []
+    events: list = []
     conversation.reply("Which port did billing use in the compose file?", events.append)
     kinds = [type(e) for e in events]
-    if Summarized in kinds:
-        assert kinds.index(Summarized) < kinds.index(ToolCall)
+    assert kinds.index(SummaryStarted) < kinds.index(Summarized) < kinds.index(ToolCall)
+    assert conversation.summary.covered_through >= 2
     call = next(e for e in events if isinstance(e, ToolCall))
     assert call.label == "Searching earlier in this conversation for “billing port”"
     result = next(e for e in events if isinstance(e, ToolResult))

@@ -1,11 +1,14 @@
 """The running summary and the look-back with the real embedded model (small context)."""
 
+import io
 import re
 
 import pytest
+from rich.console import Console
 
 from assistant.bench.memory import build_conversation
-from assistant.events import RecallHint, ReplyDone, Summarized, SummaryStarted
+from assistant.cli.render import ChatRenderer
+from assistant.events import RecallHint, ReplyDone, Summarized, SummaryStarted, TextDelta
 
 pytestmark = pytest.mark.real
 
@@ -18,21 +21,51 @@ def model():
     return LlamaChatModel(default_llm(), context_size=1536)
 
 
-def test_a_long_chat_is_summarized_and_a_covered_fact_is_recalled(model):
+def test_a_long_chat_is_summarized_and_a_covered_fact_is_recalled(model, monkeypatch):
+    prompts: list = []
+    stream = model.stream
+
+    def recorded(messages, *args, **kwargs):
+        prompts.append(list(messages))
+        return stream(messages, *args, **kwargs)
+
+    monkeypatch.setattr(model, "stream", recorded)
     conversation = build_conversation(model, hints=True)
     key = "sk-proj-" + "Zq8" * 12
     conversation.history.add("user", f"For the record, the staging key is {key}.")
     conversation.history.add("assistant", "I will keep that in mind.")
+    screen = io.StringIO()
+    render = ChatRenderer(Console(file=screen, width=200, highlight=False, markup=False)).render
     events: list = []
-    done = conversation.reply("Which port does the billing service use in the compose file?",
-                              events.append)
+
+    def emit(event) -> None:
+        events.append(event)
+        render(event)
+
+    question = "Which port does the billing service use?"
+    done = conversation.reply(question, emit)
     assert isinstance(events[0], SummaryStarted)
     summary = next(e for e in events if isinstance(e, Summarized))
     assert summary.covered_through == conversation.summary.covered_through > 2
     numbers = [int(n) for n in re.findall(r"^- \(#(\d+)", summary.text, re.MULTILINE)]
     assert numbers == sorted(numbers) and numbers[0] == 1  # one bullet per exchange, in order
     assert len(summary.text) <= 2000 and key not in summary.text
-    # The paste is out of the prompt; its billing block comes back as a recall hint.
+    # The paste is out of the prompt; its billing block went to the model beside the
+    # question, as a recall hint.
+    asked = prompts[-1][-1].content
+    assert asked.startswith(question) and "message #1" in asked
+    assert "billing:\n    image: billing:2.1\n    ports:\n      - '8101:8101'" in asked
+    assert all("8101" not in m.content for m in prompts[-1][:-1])
+    # What the user sees: the summary step, then the recall step, then the answer. The
+    # embedded 135M model does not read the port out of the hint (it answers in prose
+    # about billing), so its words are not checked; a bigger model's would be.
+    kinds = [type(e) for e in events]
+    assert kinds.index(Summarized) < kinds.index(RecallHint) < kinds.index(TextDelta)
     assert RecallHint(1) in events
-    assert isinstance(done, ReplyDone) and done.text
+    shown = screen.getvalue()
+    assert shown.index("· Summarizing the earlier conversation…") \
+        < shown.index("· Summarized the earlier conversation up to #") \
+        < shown.index("· Recalling message #1 from earlier in this conversation…") \
+        < shown.index(done.text[:40])
+    assert isinstance(done, ReplyDone) and done.text.strip()
     assert done.prompt_tokens <= 1536 - 160

@@ -1,12 +1,10 @@
 """The real speech engines: embedded Whisper on human speech and non-speech, embedded Piper.
 
-Figures (real-time factors, time to first audio) are printed, never asserted: the machine is
-shared and 2-core, so times vary several-fold with load.
+Nothing here is timed: the engines' speed is measured by `python -m assistant.bench.speech`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -272,53 +270,3 @@ def test_piper_rejects_a_bad_voice_with_a_clear_message(tmp_path, make):
     with pytest.raises(SpeechEngineError, match="--voice") as error:
         PiperTextToSpeech(voice)
     assert str(voice) in str(error.value)
-
-
-# --- figures ----------------------------------------------------------------------------
-
-
-def _transcribe_seconds(engine, pcm: np.ndarray) -> float:
-    start = time.perf_counter()
-    engine.transcribe(pcm)
-    return time.perf_counter() - start
-
-
-@real
-def test_print_speech_engine_figures(stt, tts, samples, capsys):
-    """Prints real-time factors; asserts nothing about time."""
-    from models.piper_tts import PiperTextToSpeech
-    from models.whisper_stt import WhisperSpeechToText
-
-    by_name = {s.name.rsplit("-", 1)[-1]: s for s in samples}
-    short = by_name["0880"]  # 3.0 s
-    long = speech_samples.joined([by_name["0870"], by_name["0880"]])  # 10.4 s
-    lines = []
-    one_thread = WhisperSpeechToText(threads=1)
-    for label, engine in (("2 threads", stt), ("1 thread", one_thread)):
-        for chunk in (None, 5) if engine is stt else (None,):
-            engine.chunk_length = chunk
-            engine.transcribe(short.pcm)  # warm
-            rtfs = [_transcribe_seconds(engine, c.pcm) / c.seconds for c in (short, long)]
-            lines.append(
-                f"whisper {label}, chunk_length={chunk}: RTF {rtfs[0]:.3f} on 3.0 s, "
-                f"{rtfs[1]:.3f} on {long.seconds:.1f} s"
-            )
-        engine.chunk_length = None
-    stt.encoder_seconds = 15
-    try:
-        rtf = _transcribe_seconds(stt, short.pcm) / short.seconds
-        lines.append(f"whisper 2 threads, encoder_seconds=15: RTF {rtf:.3f} on 3.0 s")
-    finally:
-        stt.encoder_seconds = None
-    text = "Sure, I can help with that. The meeting is at three. Shall I remind you?"
-    for label, engine in (("1 thread", tts), ("2 threads", PiperTextToSpeech(threads=2))):
-        start = time.perf_counter()
-        first, samples_out = 0.0, 0
-        for chunk in engine.synthesize(text):
-            first = first or time.perf_counter() - start
-            samples_out += chunk.size
-        total = time.perf_counter() - start
-        audio = samples_out / engine.sample_rate
-        lines.append(f"piper {label}: first audio {first:.3f} s, RTF {total / audio:.3f}")
-    with capsys.disabled():
-        print("\n" + "\n".join(lines))

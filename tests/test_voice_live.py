@@ -3,6 +3,7 @@ the reply out of a virtual speaker, through PortAudio, with the real embedded en
 
 import io
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -116,21 +117,36 @@ def test_hands_free_hears_the_microphone_and_speaks_through_the_speaker(server):
         child.close(force=True)
 
 
+def full_history(child: pexpect.spawn) -> dict[int, str]:
+    """Every message of the conversation now, by number, from a complete /history listing
+    (the /help that follows it marks where the listing ended)."""
+    child.sendline("/history")
+    child.sendline("/help")
+    child.expect("Commands:")
+    listed = re.findall(r"^#(\d+) (\w+(?: \(\w+\))?): ([^\r\n]*)", child.before, re.MULTILINE)
+    return {int(seq): f"{who}: {text}" for seq, who, text in listed}
+
+
 def test_push_to_talk_listens_only_after_enter(server):
     child = spawn_voice(server, "--push-to-talk")
     try:
-        pcm, _ = speech()
-        server.feed(pcm)  # not listening yet: this must not be heard
-        server.wait_fed()
+        child.logfile_read = log = io.StringIO()
+        before = samples.commands()[-1]  # "go forward ten meters"
+        silence = np.zeros(samples.SAMPLE_RATE, dtype=np.int16)
+        server.feed(np.concatenate([silence, before.pcm, silence, silence]))
+        server.wait_fed()  # said before Enter: it must not be heard
         child.sendline("")
         child.expect("Listening")
+        pcm, _ = speech()  # "he was not an ill disposed young man"
         server.feed(pcm)
-        child.expect(r"you: ([^\r\n]+)")
-        assert "young man" in child.match.group(1).lower()
-        wait_for_history(child, r"#2 assistant: ")
-        history = child.before
-        assert "young man" in history.split("#1 user:")[-1].split("\n")[0]
-        assert history.count("#1 user:") >= 1 and "#3" not in history
+        wait_for_history(child, r"#\d+ user: [^\r\n]*young man")
+        # Turns are answered in the order they were said: had the words before Enter been
+        # heard, their message would be in the history by now, ahead of this one.
+        history = full_history(child)
+        users = {seq: text for seq, text in history.items() if text.startswith("user: ")}
+        assert list(users) == [1] and "young man" in users[1].lower(), history
+        heard = re.findall(r"^you: ([^\r\n]*)", log.getvalue(), re.MULTILINE)
+        assert len(heard) == 1 and "young man" in heard[0].lower(), heard
         quit_cleanly(child)
     finally:
         child.close(force=True)
