@@ -143,6 +143,7 @@ def bench_requests(engines) -> dict[str, list[float]]:
     llm = engines[0]
     table: dict[tuple[str, str, bool], list[bool]] = {}
     latencies: dict[str, list[float]] = {"local": [], "model": []}
+    misses: list[str] = []
     for local in (False, True):
         timers = Timers(background=False)
         talk = conversation(llm, local, timers)
@@ -153,6 +154,10 @@ def bench_requests(engines) -> dict[str, list[float]]:
         verdicts, _ = spoken_requests(engines, local)
         for request, right, records in verdicts:
             table.setdefault((request.kind, "spoken", local), []).append(right)
+            if local and not right:
+                misses.append(f"{request.text!r}: heard "
+                              f"{' / '.join(r.heard for r in records)!r}, replied "
+                              f"{' '.join(r.reply for r in records)[:80]!r}")
             for record in records:
                 if "latency_ms" in record.timings:
                     latencies["local" if local else "model"].append(record.timings["latency_ms"])
@@ -173,6 +178,8 @@ def bench_requests(engines) -> dict[str, list[float]]:
     cells = [" | ".join(f"{totals[(how, loc)][0]}/{totals[(how, loc)][1]}"
                         for loc in (False, True)) for how in ("typed", "spoken")]
     print(f"  {'all':12s} {cells[0]:>15s} {cells[1]:>15s}")
+    for miss in misses:
+        print(f"  spoken, missed with local intents: {miss}")
     return latencies
 
 

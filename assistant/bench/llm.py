@@ -1,9 +1,12 @@
 """`python -m assistant.bench.llm`: figures for the embedded model on this machine.
 
+    python -m assistant.bench.llm [--only speed|prompt|turns]
+
 Prints load time, time to first token, generation and prompt tokens/s for 1 and 2
-threads, on a quiet machine and beside one busy process; the cost of building one reply's
-prompt from a 400-message history with cached token counts against uncached counts; and
-prompt tokens processed per turn over a 20-turn chat beside each prompt's size.
+threads, on a quiet machine and beside one busy process, then their ratios (2 threads
+against 1, busy against quiet); the cost of building one reply's prompt from a 400-message
+history with cached token counts against uncached counts; and prompt tokens processed per
+turn over a 20-turn chat beside each prompt's size.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ PROSE = ("The billing service listens on port 8101 and the search service on 810
          "both read their settings from the shared configuration file. ")
 
 
-def speed(threads: int, beside: str = "quiet") -> None:
+def speed(threads: int, beside: str = "quiet") -> tuple[float, float]:
+    """Prints one row of figures; returns (prompt tok/s, generation tok/s)."""
     start = time.perf_counter()
     model = LlamaChatModel(default_llm(), context_size=4096, threads=threads,
                            batch_threads=threads)
@@ -54,6 +58,18 @@ def speed(threads: int, beside: str = "quiet") -> None:
     print(f"{label}: load {load:.2f} s, first token {first:.2f} s for a "
           f"{usage.prompt_tokens}-token prompt, prompt {prompt_rate:.0f} tok/s, "
           f"generation {gen_rate:.1f} tok/s ({usage.completion_tokens} tokens)")
+    return prompt_rate, gen_rate
+
+
+def speed_ratios(rates: dict[tuple[int, bool], tuple[float, float]]) -> None:
+    """2 threads against 1, and beside a busy process against quiet, for both rates."""
+    for index, what in ((0, "prompt processing"), (1, "generation")):
+        quiet = rates[(2, False)][index] / rates[(1, False)][index]
+        busy = rates[(2, True)][index] / rates[(1, True)][index]
+        one = rates[(1, True)][index] / rates[(1, False)][index]
+        two = rates[(2, True)][index] / rates[(2, False)][index]
+        print(f"{what}: 2 threads against 1: {quiet:.2f}x quiet, {busy:.2f}x busy; "
+              f"busy against quiet: {one:.2f}x with 1 thread, {two:.2f}x with 2")
 
 
 def prompt_building(model: LlamaChatModel) -> None:
@@ -93,20 +109,27 @@ def twenty_turns(model: LlamaChatModel, prepare: bool) -> None:
     print("  " + ", ".join(f"{p}/{s}" for p, s in zip(processed, sizes, strict=True)))
     print(f"  total processed {sum(processed)} of {sum(sizes)} "
           f"({sum(processed) / max(sum(sizes), 1):.0%}); prefix reuse saved the rest")
+    if len(processed) > 2:
+        print(f"  turns 3 to {len(processed)}: median {statistics.median(processed[2:]):.0f} "
+              "processed a turn")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.parse_args()
-    for threads in (1, 2):
-        speed(threads)
-    with one_busy_core():
-        for threads in (1, 2):
-            speed(threads, "beside a busy process")
-    model = LlamaChatModel(default_llm(), context_size=8192, threads=2)
-    prompt_building(model)
-    for prepare in (False, True):
+    parser.add_argument("--only", choices=["speed", "prompt", "turns"],
+                        help="speed: load, first token and tok/s quiet and busy; prompt: "
+                             "building a prompt from 400 messages; turns: the 20-turn chat")
+    args = parser.parse_args()
+    if args.only in (None, "speed"):
+        rates = {(threads, False): speed(threads) for threads in (1, 2)}
+        with one_busy_core():
+            for threads in (1, 2):
+                rates[(threads, True)] = speed(threads, "beside a busy process")
+        speed_ratios(rates)
+    if args.only in (None, "prompt"):
+        prompt_building(LlamaChatModel(default_llm(), context_size=8192, threads=2))
+    for prepare in (False, True) if args.only in (None, "turns") else ():
         model = LlamaChatModel(default_llm(), context_size=8192, threads=2)
         twenty_turns(model, prepare)
 

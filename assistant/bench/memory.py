@@ -86,8 +86,8 @@ def bench_search() -> None:
     rng = random.Random(1)
     queries = [" ".join(rng.sample(_VOCABULARY, rng.randint(2, 4))) for _ in range(15)]
     print("History search (median per query, ms)")
-    for name, count, chars in (("record's 31-message case", 31, 57_000),
-                               ("400 messages", 400, 921_000)):
+    for name, count, chars in (("a shorter conversation", 31, 57_000),
+                               ("a long conversation", 400, 921_000)):
         messages = synthetic_conversation(count, chars)
         total = sum(len(m.content) for m in messages)
         naive = statistics.median(_median_ms(lambda q=q, m=messages: naive_search(m, q), 3)
@@ -111,7 +111,7 @@ def bench_search() -> None:
         print(f"  {name} ({count} messages, {total:,} characters):")
         print(f"    straightforward per-query implementation: {naive:8.1f}")
         print(f"    Parley, index built from nothing:          {cold:8.1f}  "
-              f"({naive / cold:.1f}x faster)")
+              f"({naive / cold:.1f}x as fast)")
         print(f"    Parley, per reply (indexes kept, 1 new):   {warm:8.2f}  "
               f"({naive / warm:.0f}x faster; target < 10 ms)")
 
