@@ -129,6 +129,7 @@ def bench_stt() -> None:
           "LibriVox readings and short commands)")
     for label, options in (("2 threads (default)", {"threads": 2}),
                            ("1 thread", {"threads": 1}),
+                           ("2 threads, fixed 5 s window", {"threads": 2, "chunk_length": 5}),
                            ("2 threads, 15 s encoder window", {"threads": 2,
                                                                "encoder_seconds": 15})):
         stt = WhisperSpeechToText(**options)
