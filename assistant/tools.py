@@ -15,6 +15,7 @@ from models.base import ToolSpec
 log = logging.getLogger(__name__)
 
 MAX_RESULT_CHARS = 4000
+RESULT_CUT_NOTE = "\n[…the rest of this result was cut: results are at most 4,000 characters]"
 
 
 class ToolRefused(ValueError):
@@ -76,7 +77,8 @@ class ToolRegistry:
             log.debug("tool %s failed", name, exc_info=True)
             return f"Error: {name} failed: {exc}", True
         if len(result) > MAX_RESULT_CHARS:
-            result = result[:MAX_RESULT_CHARS] + "\n[…result cut at 4,000 characters]"
+            # The note counts too: what the model reads is never over the cap.
+            result = result[:MAX_RESULT_CHARS - len(RESULT_CUT_NOTE)] + RESULT_CUT_NOTE
         return result, False
 
 

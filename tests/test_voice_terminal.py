@@ -1,0 +1,179 @@
+"""Bare `parley` in a real pseudo-terminal: voice when a microphone works (on a private
+PulseAudio server), text chat with stdin piped, and text chat with one line saying why when
+no microphone works or the PortAudio library cannot load. Ctrl-D, or Ctrl-C while idle,
+ends voice with exit code 0."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.soundserver import SoundServer, pulseaudio_missing
+
+pytestmark = pytest.mark.real
+
+PARLEY = Path(sys.executable).with_name("parley")
+"""The installed command the user types; `python -m assistant` where it is not installed."""
+
+SMALL = ("--ctx", "2048", "--answer-tokens", "40")
+"""Top-level settings (no command given), so the model's prompt stays small."""
+
+FALLBACK = "parley: starting text chat, because voice cannot start: "
+
+# `parley` where the PortAudio C library cannot load: importing sounddevice raises what it
+# raises when libportaudio is missing (sounddevice/__init__.py: OSError('PortAudio library
+# not found')). Everything else is the real command.
+NO_PORTAUDIO = textwrap.dedent("""
+    import importlib.abc, importlib.machinery, sys
+
+    class NoPortAudio(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            return importlib.machinery.ModuleSpec(name, self) if name == "sounddevice" else None
+        def create_module(self, spec):
+            return None
+        def exec_module(self, module):
+            raise OSError("PortAudio library not found")
+
+    sys.meta_path.insert(0, NoPortAudio())
+    from assistant.cli.main import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SoundServer]:
+    reason = pulseaudio_missing()
+    if reason:
+        pytest.skip(reason)
+    srv = SoundServer()
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def environment(**extra: str) -> dict[str, str]:
+    return dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TERM="dumb", COLUMNS="200", **extra)
+
+
+def parley(*args: str) -> list[str]:
+    return [str(PARLEY), *args] if PARLEY.exists() else [sys.executable, "-m", "assistant", *args]
+
+
+def spawn(command: list[str], env: dict[str, str]) -> pexpect.spawn:
+    return pexpect.spawn(command[0], command[1:], env=env, encoding="utf-8", timeout=120,
+                         dimensions=(50, 250))
+
+
+def no_microphone_env(tmp_path: Path) -> dict[str, str]:
+    # A sound server that is not there: PortAudio then finds no input device.
+    return environment(PULSE_SERVER=f"unix:{tmp_path}/no-such-socket")
+
+
+def ended_cleanly(child: pexpect.spawn) -> None:
+    child.expect(pexpect.EOF, timeout=30)
+    # Its exit, however long a busy machine takes (close() would kill it after 0.1 s).
+    assert child.wait() == 0, f"ended by signal {child.signalstatus}: {child.before[-500:]!r}"
+
+
+def test_bare_parley_at_a_terminal_with_a_microphone_starts_voice_and_ctrl_d_ends_it(server):
+    from audio import samples
+    from tests.test_voice_live import speech, wait_for_history
+
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    child = spawn(parley(*SMALL), environment(**server.env))
+    try:
+        started = child.expect(["Parley is listening. Speak when you like", "you> "])
+        assert started == 0 and "starting text chat" not in child.before, child.before
+        pcm, _ = speech()
+        server.feed(pcm)  # it hears the microphone: this is voice, not text chat
+        child.expect(r"you: ([^\r\n]+)")
+        assert "young man" in child.match.group(1).lower()
+        wait_for_history(child, r"#2 assistant: ")
+        child.sendeof()
+        ended_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+def test_ctrl_c_while_voice_is_idle_ends_it(server):
+    child = spawn(parley("voice", *SMALL[:2]), environment(**server.env))
+    try:
+        child.expect("Parley is listening")
+        child.expect("Ctrl-D to quit")
+        child.sendintr()  # nothing is being answered: Ctrl-C ends, as Ctrl-D does
+        ended_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+def test_with_stdin_piped_bare_parley_is_text_chat_even_when_a_microphone_works(server):
+    result = subprocess.run(parley(*SMALL), input=b"what time is it\n", capture_output=True,
+                            env=environment(**server.env), timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    out = result.stdout.decode()
+    assert "It's " in out and "listening" not in out
+    assert "starting text chat" not in result.stderr.decode()  # chat by choice, not fallback
+
+
+def test_bare_parley_with_no_working_microphone_says_why_in_one_line_and_chats(tmp_path):
+    child = spawn(parley(*SMALL), no_microphone_env(tmp_path))
+    try:
+        child.expect("Parley: type a message")
+        said = child.before.strip().splitlines()
+        assert len(said) == 1 and said[0].startswith(FALLBACK + "No microphone"), said
+        child.expect("you> ")
+        child.sendline("what time is it")
+        child.expect(r"It's \d{1,2}:\d\d [AP]M\.")
+        child.expect("you> ")
+        child.sendeof()
+        ended_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+MISSING_PORTAUDIO = FALLBACK + "The PortAudio library is missing (PortAudio library not found)"
+
+
+def test_without_portaudio_bare_parley_says_why_in_one_line_and_chats(tmp_path):
+    child = spawn([sys.executable, "-c", NO_PORTAUDIO, *SMALL], environment())
+    try:
+        child.expect("Parley: type a message")
+        said = child.before.strip().splitlines()
+        assert len(said) == 1 and said[0].startswith(MISSING_PORTAUDIO), said
+        assert "apt install libportaudio2" in said[0]  # and what to do about it
+        child.expect("you> ")
+        child.sendline("what is 17 times 23")
+        child.expect("391")
+        child.expect("you> ")
+        child.sendline("/history")
+        child.expect(r"#1 user: what is 17 times 23")
+        child.expect(r"#3 assistant: [^\r\n]*391")
+        child.expect("you> ")
+        child.sendline("Hello, who are you?")  # one the language model answers
+        child.expect("you> ")
+        child.sendline("/history")
+        child.expect(r"#4 user: Hello, who are you\?")
+        child.expect(r"#5 assistant: \S")
+        child.expect("you> ")
+        child.sendline("/quit")
+        ended_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+def test_without_portaudio_parley_voice_with_piped_input_is_text_chat_after_one_line():
+    result = subprocess.run([sys.executable, "-c", NO_PORTAUDIO, "voice", *SMALL],
+                            input=b"what time is it\n", capture_output=True, env=environment(),
+                            timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    said = result.stderr.decode().splitlines()
+    assert len(said) == 1 and said[0].startswith(MISSING_PORTAUDIO), said
+    assert "It's " in result.stdout.decode()
