@@ -37,6 +37,7 @@ class OpenAIChatModel(ChatModel):
         self.name = model_name
         self.context_size = context_size
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._api_key = api_key
         self._client = httpx.Client(headers=headers,
                                     timeout=httpx.Timeout(timeout, connect=5.0))
         self._timeout = timeout
@@ -64,10 +65,17 @@ class OpenAIChatModel(ChatModel):
         return count
 
     def _try_tokenize(self, url: str, body: dict, kind: str) -> int | None:
+        """The server's count, or None when it has no such endpoint. A server that cannot
+        be reached or does not answer in time fails here, as it would for the reply:
+        trying each endpoint with a wait of its own would keep the user waiting several
+        times --llm-timeout, and settling on estimates would last the whole session."""
         try:
-            response = self._client.post(url, json=body, timeout=10.0)
+            response = self._client.post(url, json=body)
+        except httpx.TransportError as exc:
+            raise self._failure(exc) from exc
+        try:
             tokens = response.json().get("tokens") if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (ValueError, AttributeError):
             tokens = None
         if isinstance(tokens, list):
             self._tokenizer = kind
@@ -103,10 +111,10 @@ class OpenAIChatModel(ChatModel):
             with self._client.stream("POST", f"{self.url}/chat/completions", json=body) as resp:
                 if resp.status_code != 200:
                     detail = resp.read().decode("utf-8", "replace")[:200]
-                    raise RemoteModelError(
+                    raise RemoteModelError(self._hide(
                         f"the model server at {self.url} answered HTTP {resp.status_code}: "
-                        f"{detail}")
-                for data in _sse_events(resp.iter_lines(), self.url):
+                        f"{detail}"))
+                for data in self._events(resp.iter_lines()):
                     if cancel is not None and cancel.cancelled:
                         break
                     if data.get("usage"):
@@ -121,14 +129,8 @@ class OpenAIChatModel(ChatModel):
                             function = call.get("function") or {}
                             slot["name"] += function.get("name") or ""
                             slot["args"] += function.get("arguments") or ""
-        except httpx.ConnectError as exc:
-            raise RemoteModelError(f"cannot reach the model server at {self.url}; is it "
-                                   "running?") from exc
-        except httpx.TimeoutException as exc:
-            raise RemoteModelError(f"the model server at {self.url} did not answer within "
-                                   f"{self._timeout:.0f} s") from exc
         except httpx.HTTPError as exc:
-            raise RemoteModelError(f"the model server at {self.url} failed: {exc}") from exc
+            raise self._failure(exc) from exc
         yield from scanner.finish()
         for slot in calls.values():
             body_text = json.dumps({"name": slot["name"], "arguments": slot["args"] or "{}"})
@@ -140,26 +142,62 @@ class OpenAIChatModel(ChatModel):
         yield UsageChunk(prompt_tokens, prompt_tokens,
                          int((usage or {}).get("completion_tokens", completion)))
 
+    # -- failures ----------------------------------------------------------------
+    def _failure(self, exc: httpx.HTTPError) -> RemoteModelError:
+        if isinstance(exc, httpx.ConnectError):
+            return RemoteModelError(f"cannot reach the model server at {self.url}; is it "
+                                    "running?")
+        if isinstance(exc, httpx.TimeoutException):
+            return RemoteModelError(f"the model server at {self.url} did not answer within "
+                                    f"{self._timeout:g} s")
+        return RemoteModelError(self._hide(f"the model server at {self.url} failed: {exc}"))
 
-def _sse_events(lines: Iterator[str], url: str) -> Iterator[dict]:
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith(":"):
-            continue
-        if not line.startswith("data:"):
-            raise RemoteModelError(f"the server at {url} did not answer with an "
-                                   f"OpenAI-compatible stream (got {line[:80]!r})")
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
+    def _hide(self, text: str) -> str:
+        """`text` without the API key: some servers and proxies quote the key they refused,
+        and what the server says is shown to the user."""
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _events(self, lines: Iterator[str]) -> Iterator[dict]:
+        """The JSON events of an OpenAI-style server-sent stream, up to `[DONE]`."""
+        url = self.url
+        for line in lines:
+            line = line.strip()
+            if not line or line.startswith(":"):  # keep-alive comments (": ping")
+                continue
+            field, _, payload = line.partition(":")
+            payload = payload.strip()
+            if field == "error":  # llama.cpp's server reports a failure mid-stream this way
+                raise RemoteModelError(self._hide(
+                    f"the model server at {url} reported: {_error_text(payload)}"))
+            if field in ("event", "id", "retry"):  # SSE fields no OpenAI event needs
+                continue
+            if field != "data":
+                raise RemoteModelError(self._hide(
+                    f"the server at {url} did not answer with an OpenAI-compatible stream "
+                    f"(got {line[:80]!r})"))
+            if payload == "[DONE]":
+                return
+            try:
+                data = json.loads(payload)
+            except json.JSONDecodeError as exc:
+                raise RemoteModelError(self._hide(
+                    f"the server at {url} sent a stream event that is not JSON "
+                    f"({payload[:80]!r})")) from exc
+            if not isinstance(data, dict):
+                raise RemoteModelError(f"the server at {url} sent an unexpected event")
+            if "error" in data:
+                raise RemoteModelError(self._hide(
+                    f"the model server at {url} reported: {_error_text(data['error'])}"))
+            yield data
+
+
+def _error_text(error: object) -> str:
+    """The message of an OpenAI-style error (`{"message": …}`, or that as JSON text)."""
+    if isinstance(error, str):
         try:
-            data = json.loads(payload)
-        except json.JSONDecodeError as exc:
-            raise RemoteModelError(f"the server at {url} sent a stream event that is not "
-                                   f"JSON ({payload[:80]!r})") from exc
-        if not isinstance(data, dict):
-            raise RemoteModelError(f"the server at {url} sent an unexpected event")
-        if "error" in data:
-            raise RemoteModelError(f"the model server at {url} reported: {data['error']}")
-        yield data
-
+            error = json.loads(error)
+        except json.JSONDecodeError:
+            return error[:300]
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"][:300]
+    return str(error)[:300]

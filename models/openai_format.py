@@ -1,12 +1,13 @@
 """The OpenAI chat shape of tools and messages, shared by chat templates and HTTP servers.
 
 GGUF chat templates that know tools (Qwen, Llama 3.x, Hermes, Mistral) read the same
-`tools`/`tool_calls` structures an OpenAI-compatible server takes, with three differences
+`tools`/`tool_calls` structures an OpenAI-compatible server takes, with two differences
 the callers choose: a call's arguments (a JSON string for servers, a mapping for templates:
-Qwen2.5 and Llama 3.1 print `arguments | tojson`, so a string would come out quoted), the
-call's content (None for servers; "" for templates, some of which concatenate it), and the
-tool's name on its result (Functionary-style templates print it; OpenAI documents no such
-field and some servers reject it).
+Qwen2.5 and Llama 3.1 print `arguments | tojson`, so a string would come out quoted), and
+the tool's name on its result (Functionary-style templates print it; OpenAI documents no
+such field and some servers reject it). A call's content is "" for both: OpenAI allows
+null there, but llama-cpp-python's server answers null with HTTP 500, and some templates
+concatenate it.
 """
 
 from __future__ import annotations
@@ -29,13 +30,12 @@ def call_id(number: int) -> str:
 
 
 def openai_messages(messages: Sequence[PromptMessage], arguments_as_text: bool = True,
-                    call_content: str | None = None, result_names: bool = False) -> list[dict]:
+                    call_content: str = "", result_names: bool = False) -> list[dict]:
     """Messages with each tool result preceded by the assistant's call that produced it.
 
-    Servers take a call's arguments as a JSON string and no content; chat templates
-    iterate the arguments as a mapping and print the content, and some print the tool's
-    name on its result, so they pass
-    `arguments_as_text=False, call_content="", result_names=True`.
+    Servers take a call's arguments as a JSON string; chat templates iterate the
+    arguments as a mapping, and some print the tool's name on its result, so they pass
+    `arguments_as_text=False, result_names=True`.
     """
     out: list[dict] = []
     for number, message in enumerate(messages):
