@@ -21,7 +21,8 @@ def model():
     return LlamaChatModel(default_llm(), context_size=1536)
 
 
-def test_a_long_chat_is_summarized_and_a_covered_fact_is_brought_back_beside_the_question(model, monkeypatch):
+def test_a_long_chat_is_summarized_and_a_covered_fact_goes_back_beside_the_question(
+        model, monkeypatch):
     prompts: list = []
     stream = model.stream
 
