@@ -396,3 +396,24 @@ class SoundServer:
             _terminate(self._proc)
         self._proc = None
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_sound_server(*, needs_speech_samples: bool = False) -> Iterator[SoundServer]:
+    """A started SoundServer, stopped at the end of the block; the test skips (a failure
+    under CI) when PulseAudio, or the speech recordings it asks for, are missing."""
+    import pytest
+
+    from audio import samples
+
+    reason = pulseaudio_missing()
+    if reason is None and needs_speech_samples and not samples.available():
+        reason = samples.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    server = SoundServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

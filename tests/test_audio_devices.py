@@ -30,7 +30,7 @@ from audio.devices import (
 from audio.errors import AudioError
 from audio.playback import MemorySpeaker, Speaker
 from tests.fakes import HUNG_S, FakeClock, SteppedClock
-from tests.soundserver import MIC_RATE, SoundServer, pulseaudio_missing
+from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
 
 LOUD = 1000.0
 """Mean absolute amplitude of a 10 ms window that counts as sound (the tone is ~6,000)."""
@@ -58,24 +58,19 @@ def peak_frequency(pcm: np.ndarray, rate: int) -> float:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SoundServer]:
-    reason = pulseaudio_missing()
-    if reason:
-        pytest.skip(reason)
-    srv = SoundServer()
-    srv.start()
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            for name, value in srv.env.items():
-                mp.setenv(name, value)
-            try:
-                rescan_devices()
-            except AudioDeviceError as exc:  # PortAudio missing: its message says what to do
-                pytest.skip(str(exc))
-            yield srv
-    finally:
-        srv.stop()
-        if "sounddevice" in sys.modules:
-            rescan_devices()  # later tests see this process's own sound setup again
+    with running_sound_server() as srv:
+        try:
+            with pytest.MonkeyPatch.context() as mp:
+                for name, value in srv.env.items():
+                    mp.setenv(name, value)
+                try:
+                    rescan_devices()
+                except AudioDeviceError as exc:  # PortAudio missing: its message says what to do
+                    pytest.skip(str(exc))
+                yield srv
+        finally:
+            if "sounddevice" in sys.modules:
+                rescan_devices()  # later tests see this process's own sound setup again
 
 
 @pytest.fixture(scope="module")

@@ -14,24 +14,15 @@ import pytest
 
 from audio import samples
 from audio.chime import NOTE_SECONDS, NOTES_HZ
-from tests.soundserver import MIC_RATE, SoundServer, pulseaudio_missing
+from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
 
 pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SoundServer]:
-    reason = pulseaudio_missing()
-    if reason:
-        pytest.skip(reason)
-    if not samples.available():
-        pytest.skip(samples.missing_reason())
-    srv = SoundServer()
-    srv.start()
-    try:
+    with running_sound_server(needs_speech_samples=True) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def spawn_voice(server: SoundServer, *flags: str) -> pexpect.spawn:

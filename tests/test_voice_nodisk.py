@@ -6,9 +6,8 @@ from collections.abc import Iterator
 import pexpect
 import pytest
 
-from audio import samples
 from tests.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
-from tests.soundserver import SoundServer, pulseaudio_missing
+from tests.soundserver import SoundServer, running_sound_server
 from tests.test_voice_live import speech, wait_for_history
 
 pytestmark = pytest.mark.real
@@ -16,17 +15,8 @@ pytestmark = pytest.mark.real
 
 @pytest.fixture
 def server() -> Iterator[SoundServer]:
-    reason = pulseaudio_missing()
-    if reason:
-        pytest.skip(reason)
-    if not samples.available():
-        pytest.skip(samples.missing_reason())
-    srv = SoundServer()
-    srv.start()
-    try:
+    with running_sound_server(needs_speech_samples=True) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_a_spoken_and_typed_voice_session_writes_nothing_to_disk(server, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.soundserver import SoundServer, pulseaudio_missing
+from tests.soundserver import SoundServer, running_sound_server
 
 pytestmark = pytest.mark.real
 
@@ -47,15 +47,8 @@ NO_PORTAUDIO = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[SoundServer]:
-    reason = pulseaudio_missing()
-    if reason:
-        pytest.skip(reason)
-    srv = SoundServer()
-    srv.start()
-    try:
+    with running_sound_server() as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def environment(**extra: str) -> dict[str, str]:
