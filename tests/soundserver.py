@@ -26,6 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from audio import samples
 
 MIC_RATE = 16000
 """Sample rate of the pipe source `mic` (s16le mono)."""
@@ -402,10 +405,6 @@ class SoundServer:
 def running_sound_server(*, needs_speech_samples: bool = False) -> Iterator[SoundServer]:
     """A started SoundServer, stopped at the end of the block; the test skips (a failure
     under CI) when PulseAudio, or the speech recordings it asks for, are missing."""
-    import pytest
-
-    from audio import samples
-
     reason = pulseaudio_missing()
     if reason is None and needs_speech_samples and not samples.available():
         reason = samples.missing_reason()
