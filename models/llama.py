@@ -46,6 +46,10 @@ class Sampling:
     top_k: int = 40
 
 
+KEY_CACHE_TYPES = {"f16": 1, "q8_0": 8}
+"""ggml's type numbers (GGML_TYPE_F16, GGML_TYPE_Q8_0), as llama.cpp takes them."""
+
+
 class LlamaChatModel(ChatModel):
     """A GGUF chat model; reuses the previous prompt's common prefix between calls."""
 
@@ -58,8 +62,19 @@ class LlamaChatModel(ChatModel):
         batch_threads: int | None = None,
         seed: int = 7,
         sampling: Sampling | None = None,
+        key_cache: str = "q8_0",
+        mmap: bool = False,
     ) -> None:
+        """`key_cache`: the type of the cached attention keys, "q8_0" or "f16". q8_0 halves
+        their memory (44 MB of SmolLM2's 8,192-token cache) and measured no slower; the
+        values stay f16, since a quantized value cache needs flash attention, which read
+        prompts at half the speed on this CPU. `mmap`: map the file rather than read it.
+        Where llama.cpp repacks the weights for the CPU (AMX, for one) a mapped file stays
+        resident beside the repacked copy: reading it saved 67 MB."""
         path = Path(path)
+        if key_cache not in KEY_CACHE_TYPES:
+            raise ModelLoadError(f"unknown key cache type {key_cache!r}; use one of "
+                                 f"{', '.join(KEY_CACHE_TYPES)}")
         if not path.is_file():
             raise ModelLoadError(f"no model file at {path}")
         try:
@@ -78,6 +93,8 @@ class LlamaChatModel(ChatModel):
                 n_threads_batch=batch_threads or default_batch_threads(),
                 n_batch=batch_size,
                 seed=seed,
+                type_k=KEY_CACHE_TYPES[key_cache],
+                use_mmap=mmap,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as exc:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from models.embedded import EmbeddedModelMissing, default_voice
+from models.pieces import MAX_PIECE_WORDS, speech_pieces
 from models.speech import SpeechEngineError, TextToSpeech
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,12 @@ class PiperTextToSpeech(TextToSpeech):
         speaker: int | None = None,
         length_scale: float | None = None,
         threads: int | None = 1,
+        max_piece_words: int = MAX_PIECE_WORDS,
     ) -> None:
         """`threads`: onnxruntime threads (None: one per core). Whisper and the language
-        model run at the same time in voice mode, so Piper takes one by default."""
+        model run at the same time in voice mode, so Piper takes one by default.
+        `max_piece_words`: longer sentences are synthesized in pieces (`models.pieces`)."""
+        self.max_piece_words = max_piece_words
         if path is None:
             try:
                 path = default_voice()
@@ -105,10 +109,11 @@ class PiperTextToSpeech(TextToSpeech):
         # Piper reads "[[ ... ]]" as raw phonemes; a reply quoting a nested list is text.
         text = text.replace("[[", "[ [").replace("]]", "] ]")
         try:
-            for chunk in self._voice.synthesize(text, syn_config=self._syn_config):
-                audio = chunk.audio_int16_array
-                if audio.size:
-                    yield audio
+            for piece in speech_pieces(text, self.max_piece_words):
+                for chunk in self._voice.synthesize(piece, syn_config=self._syn_config):
+                    audio = chunk.audio_int16_array
+                    if audio.size:
+                        yield audio
         except Exception as error:
             # Broad on purpose: onnxruntime's errors derive from Exception alone (besides,
             # Piper's espeak-ng bridge raises RuntimeError and Piper itself ValueError).

@@ -68,8 +68,10 @@ def parley_replay(tmp_path, monkeypatch, capsys) -> Replay:
         model.enqueue(*replies)
         models.append(model)
         monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-        monkeypatch.setattr("assistant.cli.replay.load_speech_engines", lambda args: (
-            ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(MS_PER_CHAR)))
+        monkeypatch.setattr("assistant.cli.engines.load_stt",
+                            lambda args: ScriptedSpeechToText(SCRIPT))
+        monkeypatch.setattr("assistant.cli.engines.load_tts",
+                            lambda args: ToneTextToSpeech(MS_PER_CHAR))
         (folder / "session.json").write_text(json.dumps({"turns": turns}))
         assert main(["replay", str(folder / "session.json"), "--fast", *flags]) == 0
         captured = capsys.readouterr()
@@ -119,6 +121,9 @@ def test_replay_prints_one_json_document_with_the_documented_fields(parley_repla
         {"seq": 4, "role": "user", "content": SCRIPT[HELLO]},
         {"seq": 5, "role": "assistant", "content": "Hi, how can I help?"}]
     assert report["summary"] == {"text": "", "covered_through": 0}
+    # The next prompt is prepared before each turn, and not after the last: nothing follows.
+    prepared = parley_replay.models[-1].prefills
+    assert len(prepared) == 2
 
 
 def test_replay_out_writes_the_document_there_and_prints_nothing(parley_replay, tmp_path):

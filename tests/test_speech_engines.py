@@ -258,6 +258,20 @@ def test_piper_yields_one_int16_chunk_per_sentence(tts):
     assert list(tts.synthesize("  \n ")) == []
 
 
+@real
+def test_piper_speaks_a_long_sentence_in_pieces_that_start_sooner(tts):
+    """A 32-word sentence comes out in clause-sized pieces: the first is ready after a
+    third of the sentence's audio, and all of it is still said."""
+    sentence = ("The sea is a vast body of salt water that covers most of the surface of our "
+                "planet, and it is home to countless creatures, large and small, from whales "
+                "to plankton.")
+    chunks = list(tts.synthesize(sentence))
+    seconds = [chunk.size / tts.sample_rate for chunk in chunks]
+    assert len(chunks) == 4
+    assert seconds[0] < sum(seconds) / 3
+    assert 7.0 < sum(seconds) < 14.0  # 32 words at a speaking pace
+
+
 @pytest.mark.parametrize("make", ["missing onnx", "missing json", "corrupt onnx"])
 def test_piper_rejects_a_bad_voice_with_a_clear_message(tmp_path, make):
     from models.embedded import default_voice

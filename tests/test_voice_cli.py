@@ -106,9 +106,10 @@ def voice(monkeypatch) -> VoiceCommand:
 
 
 def stand_in_speech(monkeypatch) -> None:
-    monkeypatch.setattr("assistant.cli.voice.load_speech_engines",
-                        lambda args: (ScriptedSpeechToText({4000: "hello"}),
-                                      ToneTextToSpeech(ms_per_char=1.0)))
+    monkeypatch.setattr("assistant.cli.engines.load_stt",
+                        lambda args: ScriptedSpeechToText({4000: "hello"}))
+    monkeypatch.setattr("assistant.cli.engines.load_tts",
+                        lambda args: ToneTextToSpeech(ms_per_char=1.0))
 
 
 @pytest.fixture

@@ -83,8 +83,15 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
         return Conversation(model, tools, settings, local=local.result())
 
 
-def voice_conversation(args: argparse.Namespace, timers: Timers) -> Conversation:
-    return load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES)
+def load_voice_engines(args: argparse.Namespace, timers: Timers):
+    """The voice conversation, speech-to-text and the voice, one after the other.
+
+    Not side by side: loading is CPU work (llama.cpp repacks the weights, onnxruntime
+    optimizes the graph), and on two cores three loads in threads took 0.75-1.5 s against
+    0.85 s in turn (`assistant.bench.start`).
+    """
+    conversation = load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES)
+    return conversation, load_stt(args), load_tts(args)
 
 
 def segmenter_settings(args: argparse.Namespace):
@@ -109,19 +116,30 @@ def voice_settings(args: argparse.Namespace, push_to_talk: bool = False):
         raise ConfigError(str(exc)) from exc
 
 
-def load_speech_engines(args: argparse.Namespace):
-    """The speech-to-text and text-to-speech engines the settings ask for."""
-    from models.piper_tts import PiperTextToSpeech
+def load_stt(args: argparse.Namespace):
+    """The speech-to-text engine the settings ask for."""
     from models.whisper_stt import WhisperSpeechToText
 
     started = time.monotonic()
     try:
         stt = WhisperSpeechToText(args.stt_model, threads=args.stt_threads)
+    except EngineError as exc:
+        raise ModelError(str(exc)) from exc
+    log.debug("loaded speech-to-text in %.2f s", time.monotonic() - started)
+    return stt
+
+
+def load_tts(args: argparse.Namespace):
+    """The voice the settings ask for."""
+    from models.piper_tts import PiperTextToSpeech
+
+    started = time.monotonic()
+    try:
         tts = PiperTextToSpeech(args.voice, threads=args.tts_threads)
     except EngineError as exc:
         raise ModelError(str(exc)) from exc
-    log.debug("loaded speech-to-text and the voice in %.2f s", time.monotonic() - started)
-    return stt, tts
+    log.debug("loaded the voice in %.2f s", time.monotonic() - started)
+    return tts
 
 
 def device(spec: str | None) -> str | int | None:

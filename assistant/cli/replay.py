@@ -9,9 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from assistant.cli.engines import (
-    load_speech_engines,
+    load_voice_engines,
     segmenter_settings,
-    voice_conversation,
     voice_settings,
 )
 
@@ -31,8 +30,7 @@ def run_replay(args: argparse.Namespace) -> int:
     clock = SkippableClock()
     rings: list = []  # the loop, once it exists, announces a timer going off
     timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))
-    conversation = voice_conversation(args, timers)
-    stt, tts = load_speech_engines(args)
+    conversation, stt, tts = load_voice_engines(args, timers)
     barge_in_turns = any(t.during_reply_ms is not None for t in turns)
     # A barge-in needs a reply that is still playing, so those sessions play in real time.
     speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns)

@@ -13,9 +13,8 @@ from rich.console import Console
 from assistant.cli.chat import ChatSession
 from assistant.cli.engines import (
     device,
-    load_speech_engines,
+    load_voice_engines,
     segmenter_settings,
-    voice_conversation,
     voice_settings,
 )
 from assistant.cli.render import VoiceScreen
@@ -55,8 +54,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     console.print("· Loading the language and speech models…", style="dim")
     rings: list = []  # the loop, once it exists: a timer going off is announced by it
     timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
-    conversation = voice_conversation(args, timers)
-    stt, tts = load_speech_engines(args)
+    conversation, stt, tts = load_voice_engines(args, timers)
     speaker = Speaker(output_device)
     microphone = Microphone(input_device)
     microphone.start()

@@ -89,6 +89,7 @@ class VoiceLoop(RingsTimers):
         self._interrupted_at = float("-inf")
         self._speech_started_at = float("-inf")
         self._closing = False
+        self._input_ended = False
         self._worker = Worker(self._answer_turns, "reply")
 
     # -- audio in (the caller's thread) -----------------------------------------------
@@ -131,6 +132,10 @@ class VoiceLoop(RingsTimers):
                 self.listening = False
         if utterance is not None:
             self._dispatch(utterance)
+
+    def end_of_input(self) -> None:
+        """Nothing more will be said (replay's last turn): no next prompt to prepare."""
+        self._input_ended = True
 
     # -- text in ------------------------------------------------------------------------
 
@@ -254,7 +259,7 @@ class VoiceLoop(RingsTimers):
 
     def _prepare(self) -> None:
         """While the user is talking (and nothing is queued), prime the model's cache."""
-        if self.settings.prefill and self._turns.empty():
+        if self.settings.prefill and self._turns.empty() and not self._input_ended:
             self.prefilled_tokens += self.conversation.prepare_next()
 
     def _answer_turns(self) -> None:

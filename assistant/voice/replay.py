@@ -169,6 +169,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
                                    realtime=not fast):
                 loop.feed_audio(frame)
             loop.stop_listening()  # end of input: a clip cut short still counts
+    loop.end_of_input()
     loop.wait_idle(timeout_s)
     ends = [*starts[1:], len(loop.records)]
     return [loop.records[start:end] for start, end in zip(starts, ends, strict=True)]
