@@ -104,6 +104,25 @@ class Conversation:
                              self.settings.answer_tokens, self.settings.recall_hints,
                              self._search_cache, self.settings.recent_exchanges)
 
+    def fork(self, tools: ToolRegistry | None = None) -> Conversation:
+        """A scratch copy to answer in (a speculative reply): the same model, settings and
+        local intents, its own history and summary, `tools` if given."""
+        twin = Conversation(self.model, tools or self.tools, self.settings, self.clock,
+                            self.local)
+        twin.history = History(self.history.messages)
+        twin.summary = self.summary
+        twin._search_cache = self._search_cache  # a cache of immutable messages: shareable
+        return twin
+
+    def adopt(self, twin: Conversation, forked_from: tuple[Message, ...]) -> bool:
+        """Take a fork's history and summary as this conversation's own; False (nothing
+        taken) if this conversation changed since `forked_from` (a /clear meanwhile)."""
+        if self.history.messages != forked_from:
+            return False
+        self.history = twin.history
+        self.summary = twin.summary
+        return True
+
     def clear(self) -> None:
         """Forget the whole conversation, its summary included."""
         self.history.clear()

@@ -52,4 +52,4 @@ def history_tool(search: HistorySearch) -> Tool:
             return HistorySearch(said, search.cache).search(query)
         return search.search(query)
 
-    return Tool(SPEC, run, label)
+    return Tool(SPEC, run, label, read_only=True)

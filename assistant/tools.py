@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import logging
 import math
 import operator
@@ -30,6 +31,9 @@ class Tool:
     spec: ToolSpec
     run: Callable[[dict], str]
     label: Callable[[dict], str]
+    read_only: bool = False
+    """It changes nothing (a clock, a calculator): safe to run for a reply that may be
+    dropped. Tools are assumed to change something unless they say so."""
 
 
 class ToolRegistry:
@@ -46,6 +50,14 @@ class ToolRegistry:
         copy = ToolRegistry(list(self._tools.values()))
         copy.register(tool)
         return copy
+
+    def guarded(self, guard: Callable[[Callable[[dict], str]], Callable[[dict], str]]
+                ) -> ToolRegistry:
+        """A copy whose tools that change something run through `guard` (a speculative
+        reply's: only once the turn is confirmed); the model sees the same tools."""
+        return ToolRegistry([
+            tool if tool.read_only else dataclasses.replace(tool, run=guard(tool.run))
+            for tool in self._tools.values()])
 
     def specs(self) -> list[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]
@@ -164,6 +176,7 @@ CLOCK = Tool(
              {"type": "object", "properties": {}}),
     _clock,
     lambda _: "Checking the clock",
+    read_only=True,
 )
 CALCULATOR = Tool(
     ToolSpec("calculator", "Evaluate arithmetic, e.g. (17 * 3) / 4 or sqrt(2).",
@@ -171,6 +184,7 @@ CALCULATOR = Tool(
               "required": ["expression"]}),
     _calculate,
     lambda args: f"Calculating {args.get('expression', '')}",
+    read_only=True,
 )
 
 

@@ -141,6 +141,16 @@ class SpeechPaused:
 
 
 @dataclass(frozen=True, eq=False)
+class SpeechResumed:
+    """Speech came back after a `SpeechPaused`: what was made of that pause is void."""
+
+    sample: int
+    """Where the speech frame that resumed it began."""
+
+    sample_rate: int = 16000
+
+
+@dataclass(frozen=True, eq=False)
 class Utterance:
     pcm: np.ndarray
     """int16 mono, read-only: pre-roll, speech, and the end silence up to `end_sample`."""
@@ -181,11 +191,12 @@ class Utterance:
         return self.pcm[: max(0, self.speech_end_sample - self.start_sample)]
 
 
-Event = SpeechStarted | SpeechPaused | Utterance
+Event = SpeechStarted | SpeechPaused | SpeechResumed | Utterance
 
 
 class Segmenter:
-    """Feed PCM chunks of any length; get SpeechStarted, SpeechPaused and Utterance events.
+    """Feed PCM chunks of any length; get SpeechStarted, SpeechPaused, SpeechResumed and
+    Utterance events.
 
     After SpeechStarted an Utterance may never come: a burst with less than
     `min_speech_ms` of speech is dropped (then `in_speech` turns False).
@@ -257,6 +268,7 @@ class Segmenter:
         self._speech = 0  # speech frames in this utterance
         self._speech_end = 0
         self._silence = 0  # silent frames since the last speech frame
+        self._paused = False  # a SpeechPaused was given for the current silence
         self._continued = False  # follows a cut, so any speech at all is enough
 
     # -- state machine --------------------------------------------------------------------
@@ -273,6 +285,9 @@ class Segmenter:
 
         self._frames.append(frame)
         if speech:
+            if self._paused:
+                self._paused = False
+                events.append(SpeechResumed(start, self.settings.sample_rate))
             self._speech += 1
             self._speech_end = end
             self._silence = 0
@@ -283,6 +298,7 @@ class Segmenter:
                 self._frames = [pcm]  # keeps later concatenations cheap
                 speech_pcm = pcm[: self._speech_end - self._start]
                 events.append(SpeechPaused(speech_pcm, self._speech_end, self.settings.sample_rate))
+                self._paused = True
             if self._silence >= self._end_silence:
                 if self._enough_speech():
                     events.append(self._utterance(end, cut=False))
@@ -363,6 +379,7 @@ class Segmenter:
         self._start = None
         self._frames = []
         self._speech = self._speech_end = self._silence = 0
+        self._paused = False
         self._continued = False
 
 

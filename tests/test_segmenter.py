@@ -11,6 +11,7 @@ from audio.segmenter import (
     Segmenter,
     SegmenterSettings,
     SpeechPaused,
+    SpeechResumed,
     SpeechStarted,
     Utterance,
 )
@@ -48,6 +49,8 @@ def key(event) -> tuple:
         return ("started", event.sample)
     if isinstance(event, SpeechPaused):
         return ("paused", event.sample, event.pcm.tobytes())
+    if isinstance(event, SpeechResumed):
+        return ("resumed", event.sample)
     return ("utterance", event.start_sample, event.end_sample, event.speech_end_sample,
             event.cut, event.pcm.tobytes())
 
@@ -113,7 +116,8 @@ def test_speech_resuming_during_the_end_silence_continues_the_utterance():
     audio = audio_of((False, 20), (True, 10), (False, 20), (True, 10), (False, 30))
     events = make_segmenter().feed(audio)
     assert [key(e)[:2] for e in events] == [
-        ("started", 20 * F), ("paused", 30 * F), ("paused", 60 * F), ("utterance", 10 * F),
+        ("started", 20 * F), ("paused", 30 * F), ("resumed", 50 * F), ("paused", 60 * F),
+        ("utterance", 10 * F),
     ]
     assert events[-1].speech_end_sample == 60 * F
 

@@ -24,6 +24,8 @@ import numpy as np
 from assistant.bench.busy import one_busy_core
 from audio import samples
 
+CONTEXT = 8192
+"""Parley's default context: the key/value cache is sized for it, so memory is as in use."""
 ANSWER_TOKENS = 48
 """Short answers keep the latency runs quick; latency is to the first audio anyway."""
 
@@ -47,20 +49,25 @@ def p90(values: list[float]) -> float:
 
 def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threads: int = 2,
                  encoder_seconds: int | None = None, report: bool = False,
-                 llm_batch_threads: int | None = None):
-    """The three embedded engines, with Parley's default threads unless told otherwise."""
+                 llm_batch_threads: int | None = None, as_before: bool = False):
+    """The three embedded engines, with Parley's default threads unless told otherwise;
+    `as_before`: with the memory settings Parley had before (f16 keys, the GGUF mapped,
+    whole sentences to Piper), for a baseline."""
     from models.embedded import default_llm
     from models.llama import LlamaChatModel
     from models.piper_tts import PiperTextToSpeech
     from models.whisper_stt import WhisperSpeechToText
 
     before = peak_mb()
-    llm, llm_s = timed(lambda: LlamaChatModel(default_llm(), context_size=4096,
+    before_options = {"key_cache": "f16", "mmap": True} if as_before else {}
+    llm, llm_s = timed(lambda: LlamaChatModel(default_llm(), context_size=CONTEXT,
                                               threads=llm_threads,
-                                              batch_threads=llm_batch_threads))
+                                              batch_threads=llm_batch_threads,
+                                              **before_options))
     stt, stt_s = timed(lambda: WhisperSpeechToText(threads=stt_threads,
                                                    encoder_seconds=encoder_seconds))
-    tts, tts_s = timed(lambda: PiperTextToSpeech(threads=tts_threads))
+    tts, tts_s = timed(lambda: PiperTextToSpeech(
+        threads=tts_threads, **({"max_piece_words": 10_000} if as_before else {})))
     if report:
         print("Loading the embedded models")
         print(f"  SmolLM2 {llm_s:.2f} s, Whisper tiny.en {stt_s:.2f} s, Piper joe {tts_s:.2f} s "
@@ -237,13 +244,17 @@ ATTEMPTS: list[tuple[str, dict, dict]] = [
      {"speculative_stt": True, "prefill": True}, {}),
     ("+ speak the first clause", {"speculative_stt": True, "prefill": True,
                                   "first_clause_words": 4}, {}),
-    ("+ pause the model for the first audio (default)", None, {}),
+    ("+ pause the model for the first audio", {"speculative_stt": True, "prefill": True,
+                                               "first_clause_words": 4,
+                                               "first_audio_first": True}, {}),
     ("default, Whisper 15 s encoder window", None, {"encoder_seconds": 15}),
     ("default, Piper 1 thread", None, {"tts_threads": 1}),
     ("default, Whisper 1 / Piper 1 thread", None, {"stt_threads": 1, "tts_threads": 1}),
     ("default, 1 thread for each engine", None,
      {"llm_threads": 1, "llm_batch_threads": 1, "stt_threads": 1, "tts_threads": 1}),
     ("default, llama.cpp generating on 2 threads", None, {"llm_threads": 2}),
+    ("+ answer at the first pause, held (default)", None, {}),
+    ("default, engines' memory settings as before", None, {"as_before": True}),
 ]
 
 
@@ -252,14 +263,14 @@ def run_attempt(number: int, turns: int) -> dict:
 
     label, changes, engine_options = ATTEMPTS[number]
     plain = {"speculative_stt": False, "prefill": False, "first_clause_words": 0,
-             "first_audio_first": False}
+             "first_audio_first": False, "speculative_reply": False}
     settings = VoiceSettings() if changes is None else VoiceSettings(**{**plain, **changes})
     run = run_latency(label, load_engines(**engine_options), settings, turns)
     return {"label": label, "latencies": run.latencies, "parts": run.parts,
             "processed": run.processed_tokens, "peak_mb": peak_mb()}
 
 
-DEFAULT_MEASURE = 4
+DEFAULT_MEASURE = 10
 BUSY_MEASURES = [DEFAULT_MEASURE, 6, 7, 8, 9]
 """Beside a busy process only the thread choices are compared (the rest is not affected)."""
 

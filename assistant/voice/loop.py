@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from assistant.events import (
     TextDelta,
 )
 from assistant.voice.alarm import RingsTimers
+from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply
 from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
@@ -42,7 +43,7 @@ from assistant.voice.turns import (
     heard_events,
 )
 from assistant.workers import Worker
-from audio.segmenter import Segmenter, SpeechPaused, SpeechStarted, Utterance
+from audio.segmenter import Segmenter, SpeechPaused, SpeechResumed, SpeechStarted, Utterance
 from models.base import CancelToken
 from models.errors import EngineError
 from models.speech import SpeechToText, TextToSpeech, Transcript
@@ -78,11 +79,13 @@ class VoiceLoop(RingsTimers):
         self.listening = not self.settings.push_to_talk
         self._turns: queue.Queue = queue.Queue()
         self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
-        self._speculative: tuple[int, Future] | None = None
+        self._speculative: tuple[int, Future, Speculation | None] | None = None
+        """The last pause: where speech stopped, its transcript, and the reply started on
+        it (with `speculative_reply`)."""
         self._speech: SpokenReply | None = None
         self._cancel: CancelToken | None = None
         self._quiet_until = 0.0
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a commit registers the reply it makes current
         self._audio_lock = threading.Lock()
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
         self._current: TurnRecord | None = None
@@ -90,6 +93,8 @@ class VoiceLoop(RingsTimers):
         self._speech_started_at = float("-inf")
         self._closing = False
         self._input_ended = False
+        self._speculating: Speculation | None = None
+        """The speculation the reply worker is answering, if any."""
         self._worker = Worker(self._answer_turns, "reply")
 
     # -- audio in (the caller's thread) -----------------------------------------------
@@ -112,8 +117,9 @@ class VoiceLoop(RingsTimers):
                 self._speech_started_at = self.clock()
                 self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
-                self._replace_speculative(
-                    (event.sample, self._stt.submit(self._transcribe, event.pcm)))
+                self._paused(event)
+            elif isinstance(event, SpeechResumed):
+                self._replace_speculative(None)
             elif isinstance(event, Utterance):
                 self._dispatch(event)
 
@@ -121,6 +127,7 @@ class VoiceLoop(RingsTimers):
         """Push-to-talk: Enter was pressed; listen from now."""
         with self._audio_lock:
             self.segmenter.reset()
+            self._replace_speculative(None)
             self.listening = True
         self.render(Status("Listening… (Enter again to stop)"))
 
@@ -143,6 +150,8 @@ class VoiceLoop(RingsTimers):
         text = text.strip()
         if not text:
             return None
+        with self._audio_lock:  # typed instead: a reply started on a pause is not wanted
+            self._replace_speculative(None)
         record = self._record("text")
         self._turns.put((record, text))
         return record
@@ -191,6 +200,8 @@ class VoiceLoop(RingsTimers):
         """
         if not self._closing:
             self._closing = True
+            with self._audio_lock:
+                self._replace_speculative(None)
             self.interrupt()
             self._turns.put(None)
         if not self._worker.wait(timeout):
@@ -228,25 +239,59 @@ class VoiceLoop(RingsTimers):
         transcript = self.stt.transcribe(pcm)
         return transcript, self.clock()
 
-    def _replace_speculative(self, new: tuple[int, Future] | None) -> None:
-        """A newer pause makes the last speculative transcript useless: drop it if it has
-        not started, so the one that counts does not queue behind it."""
+    def _paused(self, event: SpeechPaused) -> None:
+        """Transcribe what was said up to this pause, and start answering it, while the
+        end-of-speech wait decides whether the user has finished."""
+        future = self._stt.submit(self._transcribe, event.pcm)
+        speculation = None
+        if self.settings.speculative_reply and not self._closing:
+            speculation = Speculation(event.sample, future, TurnRecord("audio", self.clock()),
+                                      self.output)
+        self._replace_speculative((event.sample, future, speculation))
+        if speculation is not None:
+            self._turns.put((speculation.record, speculation))
+
+    def _replace_speculative(self, new: tuple[int, Future, Speculation | None] | None) -> None:
+        """Speech resumed or a newer pause came: the last pause's transcript is useless
+        (cancelled if it has not started, so the one that counts does not queue behind
+        it), and its reply is dropped."""
         old, self._speculative = self._speculative, new
         if old is not None:
             old[1].cancel()
+            if old[2] is not None:
+                old[2].drop()
 
     def _dispatch(self, utterance: Utterance) -> None:
         if self.settings.push_to_talk and not utterance.cut:
             self.listening = False  # the end-of-speech silence ends a push-to-talk turn
         speculative, self._speculative = self._speculative, None
+        speculation = speculative[2] if speculative is not None else None
         if speculative is not None and speculative[0] == utterance.speech_end_sample:
             future = speculative[1]  # no speech since the pause: its transcript stands
+            if speculation is not None and not utterance.cut:
+                if self._commit(speculation, utterance):
+                    return  # the reply under way is this turn's
+                speculation = None
         else:
             future = self._stt.submit(self._transcribe, utterance.speech_pcm)
+        if speculation is not None:
+            speculation.drop()
         record = self._record("audio")
         record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
         record.timings["speech_seconds"] = round(utterance.duration_s, 2)
         self._turns.put((record, (future, utterance.cut)))
+
+    def _commit(self, speculation: Speculation, utterance: Utterance) -> bool:
+        """The wait ended with no more speech: the speculative reply becomes the turn's."""
+        record = speculation.record
+        with self._lock:  # the records' order is the order turns were heard
+            if not speculation.commit(self.clock(), self._show_in(record)):
+                return False
+            record.timings["end_of_speech_ms"] = round(
+                utterance.end_ms - utterance.speech_end_ms, 1)
+            record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+            self.records.append(record)
+        return True
 
     def _record(self, source: str) -> TurnRecord:
         record = TurnRecord(source, self.clock())
@@ -254,8 +299,19 @@ class VoiceLoop(RingsTimers):
         return record
 
     def _emit(self, record: TurnRecord, event: Event) -> None:
-        record.events.append(event_json(event, (self.clock() - record.started) * 1000))
-        self.render(event)
+        speculation = self._speculating
+        if speculation is not None and speculation.record is record:
+            speculation.emit(self.clock(), event, self._show_in(record))
+        else:
+            self._show_in(record)(self.clock(), event)
+
+    def _show_in(self, record: TurnRecord) -> Callable[[float, Event], None]:
+        def show(at: float, event: Event) -> None:
+            # Held events appear when the speculation is committed: at 0 ms, not before.
+            record.events.append(event_json(event, max(0.0, at - record.started) * 1000))
+            self.render(event)
+
+        return show
 
     def _prepare(self) -> None:
         """While the user is talking (and nothing is queued), prime the model's cache."""
@@ -287,6 +343,9 @@ class VoiceLoop(RingsTimers):
         return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
 
     def _turn(self, record: TurnRecord, payload) -> None:
+        if isinstance(payload, Speculation):
+            self._answer_speculation(payload)
+            return
         if record.source == "timer":
             self._ring(record, payload)
             return
@@ -300,7 +359,7 @@ class VoiceLoop(RingsTimers):
                 self._emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); say it "
                                                     "again or type it."))
                 return
-            record.timings["stt_ms"] = self._ms_since(record, heard_at)
+            self._time(record, "stt_ms", heard_at)
             log.debug("heard %.1f s of speech: transcript %.0f ms after the end of speech "
                       "(%s)", record.timings.get("speech_seconds") or 0.0,
                       record.timings["stt_ms"], transcript.rejected or "words")
@@ -315,37 +374,89 @@ class VoiceLoop(RingsTimers):
         self._reply(record, lambda on_event, cancel: self.conversation.reply(
             text, on_event, cancel, self.settings.first_clause_words))
 
+    def _answer_speculation(self, speculation: Speculation) -> None:
+        """Answer a pause's transcript on a scratch copy of the conversation, held back
+        until the end-of-speech wait decides; adopted if committed, forgotten if dropped."""
+        record = speculation.record
+        if speculation.decided and not speculation.committed:
+            return  # the user went on talking before it began
+        try:
+            transcript, heard_at = speculation.transcript.result()
+        except (CancelledError, EngineError):
+            transcript = heard_at = None
+        if transcript is None or not transcript.text:
+            # Nothing to answer ahead: if the turn ends here, it goes the ordinary way.
+            if speculation.wait():
+                self._turn(record, (speculation.transcript, False))
+            return
+        forked_from = self.conversation.history.messages
+        scratch = self.conversation.fork(self.conversation.tools.guarded(speculation.guard))
+        self._speculating = speculation
+        try:
+            self._time(record, "stt_ms", heard_at)
+            self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
+                                     transcript.rejected, False))
+            record.heard = text = transcript.text
+            self._reply(record, lambda on_event, cancel: scratch.reply(
+                text, on_event, cancel, self.settings.first_clause_words), speculation=speculation)
+        finally:
+            self._speculating = None
+        if speculation.committed and not self.conversation.adopt(scratch, forked_from):
+            log.debug("the conversation changed during a speculative reply; it was not kept")
+
+    def _time(self, record: TurnRecord, key: str, at: float | None = None) -> None:
+        """Set a timing (ms from the turn's start); a held reply's turn start moves when it
+        is committed, so its timings are set under the speculation's lock."""
+        speculation = self._speculating
+        if speculation is not None and speculation.record is record:
+            with speculation.lock:
+                record.timings[key] = self._ms_since(record, at)
+        else:
+            record.timings[key] = self._ms_since(record, at)
+
     def _reply(self, record: TurnRecord,
                answer: Callable[[Callable[[Event], None], CancelToken], ReplyDone | None],
-               sound: np.ndarray | None = None) -> None:
-        """Speak what `answer` produces, sentence by sentence (after `sound`, if any)."""
-        cancel = CancelToken()
+               sound: np.ndarray | None = None,
+               speculation: Speculation | None = None) -> None:
+        """Speak what `answer` produces, sentence by sentence (after `sound`, if any); with
+        `speculation`, held back until it is committed."""
+        cancel = speculation.cancel if speculation is not None else CancelToken()
         speech = SpokenReply(
-            self.tts, self.output, cancel,
+            self.tts, speculation.output if speculation is not None else self.output, cancel,
             on_sentence=lambda sentence: self._spoken(record, sentence, speech),
             on_error=lambda message: self._emit(record, Error(Stage.TTS, message)),
             on_audio=record.audio.append if self.keep_audio else None,
             clock=self.clock)
-        with self._lock:
-            self._cancel, self._speech, self._current = cancel, speech, record
+        def make_current() -> None:
+            with self._lock:
+                self._cancel, self._speech, self._current = cancel, speech, record
+
+        if speculation is None:
+            make_current()
+        else:
+            speculation.when_committed(make_current)
         if sound is not None:
             speech.play_sound(sound)
 
         def on_event(event: Event) -> None:
             if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
-                record.timings["first_token_ms"] = self._ms_since(record)
+                self._time(record, "first_token_ms")
             if not isinstance(event, ReplyDone):  # shown once the reply's outcome is known
                 self._emit(record, event)
             if isinstance(event, Sentence) and not cancel.cancelled:
                 first = "first_sentence_ms" not in record.timings
                 if first:
-                    record.timings["first_sentence_ms"] = self._ms_since(record)
+                    self._time(record, "first_sentence_ms")
                 speech.say(event.text)
                 if first and self.settings.first_audio_first:
                     speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
 
         try:
             done = answer(on_event, cancel)
+            if speculation is not None and not speculation.wait():
+                speech.stop()  # dropped: what it made was never shown or played
+                speech.close()
+                return
             speech.close()
             try:
                 speech.join()
@@ -358,7 +469,8 @@ class VoiceLoop(RingsTimers):
             speech.close()  # the speaking worker must never wait for sentences forever
             with self._lock:
                 self._cancel, self._speech, self._current = None, None, None
-            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+            if speculation is None or speculation.committed:  # nothing was played otherwise
+                self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
         record.reply = done.text if done is not None else ""
         record.spoken_seconds = round(speech.spoken_seconds, 2)
         record.interrupted = speech.stopped
@@ -381,5 +493,5 @@ class VoiceLoop(RingsTimers):
     def _spoken(self, record: TurnRecord, sentence, speech: SpokenReply) -> None:
         if "first_audio_ms" not in record.timings:
             # Set as it happens, so replay can time a barge-in into this reply.
-            record.timings["first_audio_ms"] = self._ms_since(record, speech.first_audio_at)
+            self._time(record, "first_audio_ms", speech.first_audio_at)
         self._emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))

@@ -26,6 +26,9 @@ class VoiceSettings:
     """After playback ends the microphone is ignored this much longer (room echo)."""
     speculative_stt: bool = True
     """Start transcribing at the first pause, during the end-of-speech wait."""
+    speculative_reply: bool = True
+    """Start the reply too as soon as that transcript is ready, held back until the wait
+    ends with no more speech (then it plays at once) and dropped if the user goes on."""
     first_clause_words: int = 4
     """Speak the first clause (at a comma) once it has this many words; 0 waits for the
     whole first sentence."""

@@ -1,0 +1,162 @@
+"""The reply started at the first pause: played at once when the user has finished, and
+without a trace (history, screen, speaker, replay, timers) when they go on talking."""
+
+import numpy as np
+import pytest
+
+from assistant.conversation import Conversation, ReplySettings
+from assistant.events import Heard, TextDelta, ToolCall
+from assistant.local.answers import LocalIntents
+from assistant.timer_tool import timer_tool
+from assistant.timers import Timers
+from assistant.tools import builtin_tools
+from assistant.voice.loop import VoiceLoop
+from assistant.voice.turns import VoiceSettings
+from audio.playback import MemorySpeaker
+from audio.segmenter import Segmenter
+from tests.fakes import (
+    MicrophoneClock,
+    ScriptedChatModel,
+    ScriptedSpeechToText,
+    ToneTextToSpeech,
+    speechlike,
+)
+from tests.test_voice import run_session, wait_until
+
+RATE = 16000
+FIRST, WHOLE = 4000, 8000
+"""The clip's peak says what it says: the words before the pause, and all of them."""
+SCRIPT = {FIRST: "Set a timer for ten minutes.", WHOLE: "Tell me about the sea."}
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(seconds * RATE), dtype=np.int16)
+
+
+class Room:
+    """A voice loop on stand-in engines, its clock counting the microphone's samples."""
+
+    def __init__(self, model: ScriptedChatModel, speculative_reply: bool = True) -> None:
+        self.clock = MicrophoneClock()
+        self.timers = Timers()
+        tools = builtin_tools()
+        tools.register(timer_tool(self.timers))
+        self.conversation = Conversation(model, tools, ReplySettings(), local=LocalIntents())
+        self.tts = ToneTextToSpeech(ms_per_char=10.0)
+        self.speaker = MemorySpeaker(realtime=False)
+        self.shown: list = []
+        self.loop = VoiceLoop(
+            self.conversation, ScriptedSpeechToText(SCRIPT), self.tts, self.speaker,
+            Segmenter(), VoiceSettings(speculative_reply=speculative_reply, prefill=False),
+            render=self.shown.append, clock=self.clock)
+
+    def say(self, pcm: np.ndarray) -> None:
+        self.clock.feed(self.loop.feed_audio, pcm)
+
+    def finish(self) -> list:
+        """Wait for the replies; the timers that were running then."""
+        try:
+            assert self.loop.wait_idle(30)
+            return self.timers.running()
+        finally:
+            self.loop.close()
+            self.timers.close()
+
+
+def test_a_speculation_the_user_talks_over_leaves_no_trace():
+    model = ScriptedChatModel()
+    model.enqueue("The sea is wide.")
+    room = Room(model)
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST)]))
+    room.say(silence(0.4))  # a pause, shorter than the end-of-speech wait
+    # The pause's words are a timer request, answered ahead up to the timer, which waits
+    # for the turn to be confirmed.
+    wait_until(lambda: (speculation := room.loop._speculating) is not None
+               and any(isinstance(event, ToolCall) for event in speculation.held_events),
+               "a speculative reply calling the timer tool")
+    room.say(np.concatenate([speechlike(1.0, WHOLE), silence(1.2)]))  # the user goes on
+    # No timer was set, nothing of it was said, shown, kept or recorded.
+    assert room.finish() == []
+    assert [m.content for m in room.conversation.history.messages] == [
+        SCRIPT[WHOLE], "The sea is wide."]
+    heard = [e.text for e in room.shown if isinstance(e, Heard)]
+    assert heard == [SCRIPT[WHOLE]]
+    assert "".join(e.text for e in room.shown if isinstance(e, TextDelta)) == (
+        "The sea is wide.")
+    assert room.tts.spoken == ["The sea is wide."]
+    played = sum(len(pcm) for pcm, _ in room.speaker.chunks) / RATE
+    assert played == pytest.approx(len("The sea is wide.") * 0.010, abs=0.01)
+    [record] = room.loop.records
+    assert record.heard == SCRIPT[WHOLE] and record.reply == "The sea is wide."
+    assert "timer" not in str(record.events).lower()
+
+
+def test_a_speculation_that_stands_is_played_when_the_wait_ends():
+    model = ScriptedChatModel()
+    model.enqueue("It is 42. Anything else?")
+    room = Room(model)
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, WHOLE)]))
+    room.say(silence(0.3))
+    # Answered and synthesized during the wait, but not shown or played yet.
+    wait_until(lambda: len(room.tts.spoken) == 2, "the reply synthesized ahead")
+    assert room.shown == [] and room.speaker.chunks == []
+    assert room.conversation.history.messages == ()
+    room.say(silence(1.0))  # the wait ends: the user has finished
+    room.finish()
+    [record] = room.loop.records
+    assert record.heard == SCRIPT[WHOLE] and record.reply == "It is 42. Anything else?"
+    assert [m.content for m in room.conversation.history.messages] == [
+        SCRIPT[WHOLE], "It is 42. Anything else?"]
+    # Its first audio came with the end of the wait; the words were ready before it.
+    timings = record.timings
+    assert timings["first_audio_ms"] == 0
+    assert timings["stt_ms"] < 0 and timings["first_token_ms"] < 0
+    assert timings["latency_ms"] == pytest.approx(timings["end_of_speech_ms"], abs=0.2)
+    assert all(event["ms"] >= 0 for event in record.events)
+    assert [e["type"] for e in record.events][0] == "heard"
+    assert len(room.speaker.chunks) == 2
+
+
+def test_a_timer_asked_for_ahead_is_set_once_the_turn_is_confirmed():
+    room = Room(ScriptedChatModel())
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.3)]))
+    wait_until(lambda: (speculation := room.loop._speculating) is not None
+               and any(isinstance(event, ToolCall) for event in speculation.held_events),
+               "the timer tool called ahead")
+    assert room.timers.running() == []  # not until the user has finished
+    room.say(silence(1.0))
+    [timer] = room.finish()
+    assert timer.seconds == 600
+    assert room.loop.records[0].reply == "Your 10 minute timer is set."
+
+
+def replay_results(tmp_path, speculative_reply: bool, fast: bool) -> dict:
+    model = ScriptedChatModel()
+    model.enqueue("Hi! How can I help?",
+                  '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}'
+                  '</tool_call>', "The sea is wide.")
+    from tests.test_voice import HELLO, TIME, clip
+
+    folder = tmp_path / f"{speculative_reply}-{fast}"
+    folder.mkdir()
+    report, loop, *_ = run_session(
+        folder, model, [{"audio": "hello.wav"}, {"audio": "time.wav"}, {"text": "Thanks!"}],
+        {"hello.wav": clip(1.2, HELLO), "time.wav": clip(1.5, TIME)}, fast=fast)
+    assert loop.settings.speculative_reply  # the default
+    for turn in report["turns"]:
+        turn.pop("timings")
+        turn["input"] = turn["input"].get("text") or "audio"
+        for event in turn["events"]:
+            event.pop("ms")
+    return report
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_replay_gives_the_same_results_with_and_without_speculation(tmp_path, monkeypatch,
+                                                                    fast):
+    with_it = replay_results(tmp_path, True, fast)
+    monkeypatch.setattr(VoiceSettings, "speculative_reply", False)
+    without = replay_results(tmp_path, False, fast)
+    assert with_it == without
+    assert [t["reply"] for t in with_it["turns"]] == [
+        "Hi! How can I help?", "The sea is wide.", "OK."]
