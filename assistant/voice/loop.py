@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from assistant.events import (
     Status,
     TextDelta,
 )
+from assistant.voice.ahead import AnswersAhead
 from assistant.voice.alarm import RingsTimers
 from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply
@@ -38,7 +39,6 @@ from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
     TurnRecord,
     VoiceSettings,
-    event_json,
     first_samples,
     heard_events,
 )
@@ -46,12 +46,12 @@ from assistant.workers import Worker
 from audio.segmenter import Segmenter, SpeechPaused, SpeechResumed, SpeechStarted, Utterance
 from models.base import CancelToken
 from models.errors import EngineError
-from models.speech import SpeechToText, TextToSpeech, Transcript
+from models.speech import SpeechToText, TextToSpeech
 
 log = logging.getLogger(__name__)
 
 
-class VoiceLoop(RingsTimers):
+class VoiceLoop(RingsTimers, AnswersAhead):
     def __init__(
         self,
         conversation: Conversation,
@@ -235,83 +235,10 @@ class VoiceLoop(RingsTimers):
             record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
             record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
 
-    def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
-        transcript = self.stt.transcribe(pcm)
-        return transcript, self.clock()
-
-    def _paused(self, event: SpeechPaused) -> None:
-        """Transcribe what was said up to this pause, and start answering it, while the
-        end-of-speech wait decides whether the user has finished."""
-        future = self._stt.submit(self._transcribe, event.pcm)
-        speculation = None
-        if self.settings.speculative_reply and not self._closing:
-            speculation = Speculation(event.sample, future, TurnRecord("audio", self.clock()),
-                                      self.output)
-        self._replace_speculative((event.sample, future, speculation))
-        if speculation is not None:
-            self._turns.put((speculation.record, speculation))
-
-    def _replace_speculative(self, new: tuple[int, Future, Speculation | None] | None) -> None:
-        """Speech resumed or a newer pause came: the last pause's transcript is useless
-        (cancelled if it has not started, so the one that counts does not queue behind
-        it), and its reply is dropped."""
-        old, self._speculative = self._speculative, new
-        if old is not None:
-            old[1].cancel()
-            if old[2] is not None:
-                old[2].drop()
-
-    def _dispatch(self, utterance: Utterance) -> None:
-        if self.settings.push_to_talk and not utterance.cut:
-            self.listening = False  # the end-of-speech silence ends a push-to-talk turn
-        speculative, self._speculative = self._speculative, None
-        speculation = speculative[2] if speculative is not None else None
-        if speculative is not None and speculative[0] == utterance.speech_end_sample:
-            future = speculative[1]  # no speech since the pause: its transcript stands
-            if speculation is not None and not utterance.cut:
-                if self._commit(speculation, utterance):
-                    return  # the reply under way is this turn's
-                speculation = None
-        else:
-            future = self._stt.submit(self._transcribe, utterance.speech_pcm)
-        if speculation is not None:
-            speculation.drop()
-        record = self._record("audio")
-        record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
-        record.timings["speech_seconds"] = round(utterance.duration_s, 2)
-        self._turns.put((record, (future, utterance.cut)))
-
-    def _commit(self, speculation: Speculation, utterance: Utterance) -> bool:
-        """The wait ended with no more speech: the speculative reply becomes the turn's."""
-        record = speculation.record
-        with self._lock:  # the records' order is the order turns were heard
-            if not speculation.commit(self.clock(), self._show_in(record)):
-                return False
-            record.timings["end_of_speech_ms"] = round(
-                utterance.end_ms - utterance.speech_end_ms, 1)
-            record.timings["speech_seconds"] = round(utterance.duration_s, 2)
-            self.records.append(record)
-        return True
-
     def _record(self, source: str) -> TurnRecord:
         record = TurnRecord(source, self.clock())
         self.records.append(record)
         return record
-
-    def _emit(self, record: TurnRecord, event: Event) -> None:
-        speculation = self._speculating
-        if speculation is not None and speculation.record is record:
-            speculation.emit(self.clock(), event, self._show_in(record))
-        else:
-            self._show_in(record)(self.clock(), event)
-
-    def _show_in(self, record: TurnRecord) -> Callable[[float, Event], None]:
-        def show(at: float, event: Event) -> None:
-            # Held events appear when the speculation is committed: at 0 ms, not before.
-            record.events.append(event_json(event, max(0.0, at - record.started) * 1000))
-            self.render(event)
-
-        return show
 
     def _prepare(self) -> None:
         """While the user is talking (and nothing is queued), prime the model's cache."""
@@ -373,46 +300,6 @@ class VoiceLoop(RingsTimers):
         record.heard = text
         self._reply(record, lambda on_event, cancel: self.conversation.reply(
             text, on_event, cancel, self.settings.first_clause_words))
-
-    def _answer_speculation(self, speculation: Speculation) -> None:
-        """Answer a pause's transcript on a scratch copy of the conversation, held back
-        until the end-of-speech wait decides; adopted if committed, forgotten if dropped."""
-        record = speculation.record
-        if speculation.decided and not speculation.committed:
-            return  # the user went on talking before it began
-        try:
-            transcript, heard_at = speculation.transcript.result()
-        except (CancelledError, EngineError):
-            transcript = heard_at = None
-        if transcript is None or not transcript.text:
-            # Nothing to answer ahead: if the turn ends here, it goes the ordinary way.
-            if speculation.wait():
-                self._turn(record, (speculation.transcript, False))
-            return
-        forked_from = self.conversation.history.messages
-        scratch = self.conversation.fork(self.conversation.tools.guarded(speculation.guard))
-        self._speculating = speculation
-        try:
-            self._time(record, "stt_ms", heard_at)
-            self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
-                                     transcript.rejected, False))
-            record.heard = text = transcript.text
-            self._reply(record, lambda on_event, cancel: scratch.reply(
-                text, on_event, cancel, self.settings.first_clause_words), speculation=speculation)
-        finally:
-            self._speculating = None
-        if speculation.committed and not self.conversation.adopt(scratch, forked_from):
-            log.debug("the conversation changed during a speculative reply; it was not kept")
-
-    def _time(self, record: TurnRecord, key: str, at: float | None = None) -> None:
-        """Set a timing (ms from the turn's start); a held reply's turn start moves when it
-        is committed, so its timings are set under the speculation's lock."""
-        speculation = self._speculating
-        if speculation is not None and speculation.record is record:
-            with speculation.lock:
-                record.timings[key] = self._ms_since(record, at)
-        else:
-            record.timings[key] = self._ms_since(record, at)
 
     def _reply(self, record: TurnRecord,
                answer: Callable[[Callable[[Event], None], CancelToken], ReplyDone | None],
