@@ -21,7 +21,7 @@ from tests.fakes import (
     ToneTextToSpeech,
     speechlike,
 )
-from tests.test_voice import run_session, wait_until
+from tests.test_voice import HELLO, TIME, clip, run_session, wait_until
 
 RATE = 16000
 FIRST, WHOLE = 4000, 8000
@@ -135,8 +135,6 @@ def replay_results(tmp_path, speculative_reply: bool, fast: bool) -> dict:
     model.enqueue("Hi! How can I help?",
                   '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}'
                   '</tool_call>', "The sea is wide.")
-    from tests.test_voice import HELLO, TIME, clip
-
     folder = tmp_path / f"{speculative_reply}-{fast}"
     folder.mkdir()
     report, loop, *_ = run_session(

@@ -14,7 +14,7 @@ from concurrent.futures import CancelledError, Future
 
 import numpy as np
 
-from assistant.events import Event, Heard
+from assistant.events import Event
 from assistant.voice.speculation import Speculation
 from assistant.voice.turns import TurnRecord, event_json
 from audio.segmenter import SpeechPaused, Utterance
@@ -56,9 +56,7 @@ class AnswersAhead:
         with self._lock:  # the records' order is the order turns were heard
             if not speculation.commit(self.clock(), self._show_in(record)):
                 return False
-            record.timings["end_of_speech_ms"] = round(
-                utterance.end_ms - utterance.speech_end_ms, 1)
-            record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+            self._time_utterance(record, utterance)
             self.records.append(record)
         return True
 
@@ -96,12 +94,8 @@ class AnswersAhead:
         scratch = self.conversation.fork(self.conversation.tools.guarded(speculation.guard))
         self._speculating = speculation
         try:
-            self._time(record, "stt_ms", heard_at)
-            self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
-                                     transcript.rejected, False))
-            record.heard = text = transcript.text
-            self._reply(record, lambda on_event, cancel: scratch.reply(
-                text, on_event, cancel, self.settings.first_clause_words), speculation=speculation)
+            self._heard(record, transcript, heard_at, False)
+            self._answer(record, transcript.text, scratch, speculation)
         finally:
             self._speculating = None
         if speculation.committed and not self.conversation.adopt(scratch, forked_from):
@@ -137,6 +131,5 @@ class AnswersAhead:
         if speculation is not None:
             speculation.drop()
         record = self._record("audio")
-        record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
-        record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+        self._time_utterance(record, utterance)
         self._turns.put((record, (future, utterance.cut)))

@@ -46,7 +46,7 @@ from assistant.workers import Worker
 from audio.segmenter import Segmenter, SpeechPaused, SpeechResumed, SpeechStarted, Utterance
 from models.base import CancelToken
 from models.errors import EngineError
-from models.speech import SpeechToText, TextToSpeech
+from models.speech import SpeechToText, TextToSpeech, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,11 @@ class VoiceLoop(RingsTimers, AnswersAhead):
             record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
             record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
 
+    def _time_utterance(self, record: TurnRecord, utterance: Utterance) -> None:
+        """The end-of-speech wait and the utterance's length, for the turn it makes."""
+        record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
+        record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+
     def _record(self, source: str) -> TurnRecord:
         record = TurnRecord(source, self.clock())
         self.records.append(record)
@@ -286,20 +291,30 @@ class VoiceLoop(RingsTimers, AnswersAhead):
                 self._emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); say it "
                                                     "again or type it."))
                 return
-            self._time(record, "stt_ms", heard_at)
+            self._heard(record, transcript, heard_at, cut)
             log.debug("heard %.1f s of speech: transcript %.0f ms after the end of speech "
                       "(%s)", record.timings.get("speech_seconds") or 0.0,
                       record.timings["stt_ms"], transcript.rejected or "words")
-            self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
-                                     transcript.rejected, cut))
             if not transcript.text or record.started < self._interrupted_at:
                 return
             text = transcript.text
         else:
             text = payload
+        self._answer(record, text, self.conversation)
+
+    def _heard(self, record: TurnRecord, transcript: Transcript, heard_at: float,
+               cut: bool) -> None:
+        """The transcript is ready: time it and show what was heard."""
+        self._time(record, "stt_ms", heard_at)
+        self._emit(record, Heard(transcript.text, round(transcript.confidence, 3),
+                                 transcript.rejected, cut))
+
+    def _answer(self, record: TurnRecord, text: str, conversation: Conversation,
+                speculation: Speculation | None = None) -> None:
+        """Reply to `text` in `conversation` (a scratch copy, for a speculation), aloud."""
         record.heard = text
-        self._reply(record, lambda on_event, cancel: self.conversation.reply(
-            text, on_event, cancel, self.settings.first_clause_words))
+        self._reply(record, lambda on_event, cancel: conversation.reply(
+            text, on_event, cancel, self.settings.first_clause_words), speculation=speculation)
 
     def _reply(self, record: TurnRecord,
                answer: Callable[[Callable[[Event], None], CancelToken], ReplyDone | None],
@@ -342,7 +357,6 @@ class VoiceLoop(RingsTimers, AnswersAhead):
             done = answer(on_event, cancel)
             if speculation is not None and not speculation.wait():
                 speech.stop()  # dropped: what it made was never shown or played
-                speech.close()
                 return
             speech.close()
             try:
