@@ -20,6 +20,7 @@ from models.base import (
     UsageChunk,
 )
 from models.errors import EngineError, PromptTooLong
+from models.interrupts import interrupts_kept
 from models.openai_format import openai_messages, tool_schemas
 from models.toolcalls import ToolCallScanner, describe_tools, render_call
 
@@ -85,22 +86,23 @@ class LlamaChatModel(ChatModel):
         failure = None
         previous_hook = sys.unraisablehook
         sys.unraisablehook = _ignore_llama_teardown(previous_hook)
-        try:
-            self._llm = Llama(
-                str(path),
-                n_ctx=context_size,
-                n_threads=threads or default_threads(),
-                n_threads_batch=batch_threads or default_batch_threads(),
-                n_batch=batch_size,
-                seed=seed,
-                type_k=KEY_CACHE_TYPES[key_cache],
-                use_mmap=mmap,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError) as exc:
-            failure = str(exc)
-        finally:
-            sys.unraisablehook = previous_hook
+        with interrupts_kept():  # a Ctrl-C in llama.cpp's log callback is not lost
+            try:
+                self._llm = Llama(
+                    str(path),
+                    n_ctx=context_size,
+                    n_threads=threads or default_threads(),
+                    n_threads_batch=batch_threads or default_batch_threads(),
+                    n_batch=batch_size,
+                    seed=seed,
+                    type_k=KEY_CACHE_TYPES[key_cache],
+                    use_mmap=mmap,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as exc:
+                failure = str(exc)
+            finally:
+                sys.unraisablehook = previous_hook
         if failure is not None:
             raise ModelLoadError(f"{path} is not a GGUF model llama.cpp can load ({failure})")
         self.name = path.name
@@ -255,6 +257,8 @@ def _ignore_llama_teardown(fallback):
     that noise would bury the one line that tells the user what to do."""
 
     def hook(unraisable) -> None:
+        if unraisable.exc_type is KeyboardInterrupt:
+            return  # Ctrl-C in a callback: interrupts_kept() raises it once the load returns
         module = getattr(type(unraisable.object), "__module__", "") or ""
         owner = getattr(unraisable.object, "__module__", "") or ""
         if not (module.startswith("llama_cpp") or owner.startswith("llama_cpp")):

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,6 +104,26 @@ def test_ctrl_c_while_voice_is_idle_ends_it(server):
         child.expect("Ctrl-D to quit")
         child.sendintr()  # nothing is being answered: Ctrl-C ends, as Ctrl-D does
         ended_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+@pytest.mark.parametrize("after_s", [0.0, 0.3, 0.6])
+def test_ctrl_c_while_the_models_load_stops_quietly(server, after_s):
+    # Ctrl-C at a few moments of the load (llama.cpp's log callback, onnxruntime's import,
+    # which both turn it into something else): it stops with the shell's code for Ctrl-C,
+    # or, if the load was done by then, ends voice as an idle Ctrl-C does; never a traceback.
+    child = spawn(parley("voice", *SMALL[:2]), environment(**server.env))
+    try:
+        child.expect("Loading the language and speech models")
+        time.sleep(after_s)
+        child.sendintr()
+        child.expect(pexpect.EOF, timeout=60)
+        child.wait()
+        assert child.exitstatus in (130, 0), (child.signalstatus, child.before[-500:])
+        assert "Traceback" not in child.before, child.before[-2000:]
+        if child.exitstatus == 0:
+            assert "Parley is listening" in child.before
     finally:
         child.close(force=True)
 

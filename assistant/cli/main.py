@@ -66,6 +66,27 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C while the models load: stop quietly, with the shell's code for it.
+        print(file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if not caused_by_ctrl_c(exc):
+            raise
+        print(file=sys.stderr)  # e.g. onnxruntime's import turns Ctrl-C into an ImportError
+        return 130
+
+
+def caused_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a library turned a Ctrl-C into an error of its own."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def run(args: argparse.Namespace) -> int:

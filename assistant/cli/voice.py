@@ -91,9 +91,10 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     listener.start()
     how = ("Press Enter to talk, Enter again to stop" if push_to_talk
            else "Speak when you like")
-    console.print(f"Parley is listening. {how}; or type a message. /help for commands, "
-                  "Ctrl-D to quit.", style="dim")
     try:
+        # Inside the try: a Ctrl-C that lands while this line is written ends it, too.
+        console.print(f"Parley is listening. {how}; or type a message. /help for commands, "
+                      "Ctrl-D to quit.", style="dim")
         while True:
             try:
                 line = console.input("")
@@ -117,6 +118,8 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
                     break
                 continue
             loop.submit_text(line)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C between two lines, nothing being answered: it ends, as Ctrl-D does
     finally:
         stop.set()
         commands.end_timers()

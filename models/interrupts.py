@@ -1,0 +1,40 @@
+"""Ctrl-C that is not lost inside a C library's callback."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def interrupts_kept() -> Iterator[None]:
+    """Raise a Ctrl-C pressed inside the block once the block returns, if it was lost.
+
+    Python raises KeyboardInterrupt wherever the main thread is running Python code. While
+    llama.cpp loads a model that is often its log callback, and ctypes swallows an exception
+    raised in a callback ("Exception ignored on calling ctypes callback"): the load would go
+    on as if the key had never been pressed. The handler notes the press; if the interrupt
+    did not come out of the block, it is raised here.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield  # ignored or the system default: nothing of Python's to lose
+        return
+    pressed: list[int] = []
+
+    def note(signum, frame) -> None:
+        pressed.append(signum)
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
