@@ -14,6 +14,7 @@ printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import statistics
 import subprocess
@@ -78,7 +79,28 @@ def _resident_mb() -> float:
         return int(statm.read().split()[1]) * 4096 / 2**20
 
 
-def bench_soak(turns: int) -> None:
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Mallinfo2
+        return libc
+    except (OSError, AttributeError):
+        return None  # not glibc: the heap's figures are not shown
+
+
+def _heap_mb(libc) -> tuple[float, float]:
+    """glibc's heap: (in use, free but kept by the allocator), in MB, over all arenas."""
+    info = libc.mallinfo2()
+    return (info.uordblks + info.hblkhd) / 2**20, info.fordblks / 2**20
+
+
+def bench_soak(turns: int, trim: bool = False) -> None:
     from assistant.bench.voice import ANSWER_TOKENS, replay_loop
     from assistant.cli.engines import VOICE_HISTORY_MESSAGES
     from assistant.conversation import Conversation, ReplySettings
@@ -96,17 +118,26 @@ def bench_soak(turns: int) -> None:
     clips = samples.all_samples()
     memory: dict[int, float] = {}
     latencies: list[float] = []
+    libc = _libc()
     started = time.perf_counter()
     try:
         for number in range(1, turns + 1):
             clip = clips[(number - 1) % len(clips)]
+            covered = conversation.summary.covered_through
             [records] = replay(loop, [ReplayTurn(number, audio_path=None, pcm=clip.pcm)],
                                fast=True)
             latencies += [r.timings["first_audio_ms"] for r in records
                           if r.timings.get("first_audio_ms") is not None]
+            if trim and libc is not None:
+                libc.malloc_trim(0)
             memory[number] = _resident_mb()
-            if number % 20 == 0:
-                print(f"  turn {number}: {memory[number]:.0f} MB resident, "
+            grew = memory[number] - memory.get(number - 1, memory[number])
+            summarized = conversation.summary.covered_through != covered
+            if number % 20 == 0 or grew > 8 or summarized:
+                heap = (" (heap: {:.0f} MB in use, {:.0f} MB free)".format(*_heap_mb(libc))
+                        if libc is not None else "")
+                print(f"  turn {number}: {memory[number]:.0f} MB resident ({grew:+.0f}){heap}"
+                      f"{'; summary written' if summarized else ''}; "
                       f"{time.perf_counter() - started:.0f} s so far", flush=True)
     finally:
         loop.close()
@@ -130,13 +161,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=["start", "soak"])
     parser.add_argument("--turns", type=int, default=200, help="spoken turns in the soak")
     parser.add_argument("--runs", type=int, default=5, help="launches per start measure")
+    parser.add_argument("--trim", action="store_true",
+                        help="give the allocator's free memory back after every turn "
+                             "(glibc's malloc_trim), to see how much of the growth it is")
     args = parser.parse_args(argv)
     if args.only in (None, "start"):
         bench_start(args.runs)
     if args.only in (None, "soak"):
         if not samples.available():
             raise SystemExit(samples.missing_reason())
-        bench_soak(args.turns)
+        bench_soak(args.turns, args.trim)
 
 
 if __name__ == "__main__":
