@@ -287,12 +287,18 @@ class MemorySpeaker(AudioOutput):
     `realtime=True`: chunks play back to back at real-time pace on `clock`, so `stop()`
     mid-sentence keeps only what had played. No thread is needed: the playhead is computed
     from the clock, which makes it exact with a fake clock. `realtime=False`: each chunk
-    counts as played the moment it is queued.
+    counts as played the moment it is queued. `keep_chunks=False`: audio that has played is
+    let go at the start of the next reply (`reset_counter`), so a long replay does not keep
+    every reply's audio (44 KB a second); `chunks` then holds the current reply's.
     """
 
-    def __init__(self, realtime: bool = False, clock: Clock = time) -> None:
+    def __init__(self, realtime: bool = False, clock: Clock = time,
+                 keep_chunks: bool = True) -> None:
         self.realtime = realtime
         self.clock = clock
+        self.keep_chunks = keep_chunks
+        self._let_go = 0.0
+        """Seconds of audio played and let go (keep_chunks=False)."""
         self._items: list[_Scheduled] = []
         self._end = float("-inf")
         """Clock time at which everything queued has played."""
@@ -341,11 +347,17 @@ class MemorySpeaker(AudioOutput):
         return self._played_total(self.clock.monotonic()) - self._counted
 
     def reset_counter(self) -> None:
-        self._counted = self._played_total(self.clock.monotonic())
+        now = self.clock.monotonic()
+        if not self.keep_chunks:
+            with self._lock:
+                done = [item for item in self._items if item.played(now) >= item.seconds]
+                self._let_go += sum(item.seconds for item in done)
+                self._items = [item for item in self._items if item.played(now) < item.seconds]
+        self._counted = self._played_total(now)
 
     def _played_total(self, now: float) -> float:
         with self._lock:
-            return sum(item.played(now) for item in self._items)
+            return self._let_go + sum(item.played(now) for item in self._items)
 
     @property
     def chunks(self) -> list[tuple[np.ndarray, int]]:

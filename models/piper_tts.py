@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from models.embedded import EmbeddedModelMissing, default_voice
-from models.pieces import MAX_PIECE_WORDS, speech_pieces
+from models.pieces import MAX_PIECE_PHONEMES, MAX_PIECE_WORDS, phoneme_runs, speech_pieces
 from models.speech import SpeechEngineError, TextToSpeech
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,19 @@ def _voice_error(path: Path, problem: str) -> SpeechEngineError:
     )
 
 
+def _bounded_voice_class(piper_voice: type, max_phonemes: int) -> type:
+    """Piper's voice, synthesizing at most `max_phonemes` phonemes a pass: Piper runs the
+    model once per sentence its phonemizer returns, so the sentences are handed on in runs.
+    Everything else (ids, the model, volume, alignments) stays Piper's own."""
+
+    class BoundedPiperVoice(piper_voice):
+        def phonemize(self, text: str) -> list[list[str]]:
+            return [run for sentence in super().phonemize(text)
+                    for run in phoneme_runs(sentence, max_phonemes)]
+
+    return BoundedPiperVoice
+
+
 class PiperTextToSpeech(TextToSpeech):
     """A Piper (VITS, ONNX) voice; `synthesize` yields int16 mono audio per sentence."""
 
@@ -39,11 +52,14 @@ class PiperTextToSpeech(TextToSpeech):
         length_scale: float | None = None,
         threads: int | None = 1,
         max_piece_words: int = MAX_PIECE_WORDS,
+        max_piece_phonemes: int = MAX_PIECE_PHONEMES,
     ) -> None:
         """`threads`: onnxruntime threads (None: one per core). Whisper and the language
         model run at the same time in voice mode, so Piper takes one by default.
-        `max_piece_words`: longer sentences are synthesized in pieces (`models.pieces`)."""
+        `max_piece_words`, `max_piece_phonemes`: longer sentences are synthesized in pieces
+        (`models.pieces`)."""
         self.max_piece_words = max_piece_words
+        self.max_piece_phonemes = max_piece_phonemes
         if path is None:
             try:
                 path = default_voice()
@@ -60,7 +76,7 @@ class PiperTextToSpeech(TextToSpeech):
         except (OSError, ValueError) as error:
             raise _voice_error(path, f"its config cannot be read ({error})") from error
         self.path = path
-        self._voice = self._load(path, config, threads)
+        self._voice = self._load(path, config, threads, max_piece_phonemes)
         self.sample_rate = self._voice.config.sample_rate
         speakers = self._voice.config.num_speakers
         if speaker is not None and not 0 <= speaker < speakers:
@@ -70,7 +86,8 @@ class PiperTextToSpeech(TextToSpeech):
         self._syn_config = SynthesisConfig(speaker_id=speaker, length_scale=length_scale)
 
     @staticmethod
-    def _load(path: Path, config: dict[str, Any], threads: int | None) -> Any:
+    def _load(path: Path, config: dict[str, Any], threads: int | None,
+              max_phonemes: int) -> Any:
         # PiperVoice.load() builds its own SessionOptions, which cannot limit threads; the
         # PiperVoice dataclass takes any session, so build the same one with our options.
         # onnxruntime 1.29+ keeps a telemetry database under ~/.cache/Microsoft unless told
@@ -101,7 +118,8 @@ class PiperTextToSpeech(TextToSpeech):
             # on a config missing fields.
             log.debug("loading the voice %s failed", path, exc_info=True)
             raise _voice_error(path, f"cannot be loaded ({error})") from error
-        return PiperVoice(session=session, config=piper_config)
+        return _bounded_voice_class(PiperVoice, max_phonemes)(session=session,
+                                                              config=piper_config)
 
     def synthesize(self, text: str) -> Iterator[np.ndarray]:
         if not text.strip():

@@ -382,6 +382,24 @@ def test_memory_speaker_realtime_stop_keeps_only_what_played() -> None:
     assert speaker.played_seconds == pytest.approx(0.1)
 
 
+def test_memory_speaker_for_replay_lets_go_of_audio_already_played() -> None:
+    # A long replay must not keep every reply's audio; the counts stay right.
+    clock = FakeClock()
+    speaker = MemorySpeaker(realtime=True, clock=clock, keep_chunks=False)
+    speaker.play(tone(1.0), MIC_RATE)
+    clock.now += 2
+    speaker.reset_counter()  # the next reply starts
+    speaker.play(tone(0.5), MIC_RATE)
+    speaker.play(tone(0.5), MIC_RATE)
+    clock.now += 0.75
+    assert [len(pcm) for pcm, _ in speaker.chunks] == [8000, 4000]
+    assert speaker.played_seconds == pytest.approx(0.75)
+    speaker.reset_counter()  # one still playing is kept until it has played
+    assert [len(pcm) for pcm, _ in speaker.chunks] == [4000]
+    clock.now += 1
+    assert speaker.played_seconds == pytest.approx(0.25)
+
+
 def test_memory_speaker_wait_advances_with_the_clock() -> None:
     clock = FakeClock()
     speaker = MemorySpeaker(realtime=True, clock=clock)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from models.pieces import speech_pieces
+from models.pieces import phoneme_runs, speech_pieces
 
 PROPERTY = settings(max_examples=200, deadline=None, database=None)
 WORD = st.text(st.characters(codec="utf-8", exclude_categories=("Z", "C")), min_size=1,
@@ -34,6 +34,26 @@ def test_pieces_keep_every_word_in_order_within_the_limit(words, limit):
     pieces = speech_pieces(text, limit)
     assert " ".join(pieces).split() == text.split()
     assert all(1 <= len(piece.split()) <= limit for piece in pieces)
+
+
+PHONEME = st.sampled_from(list("ðəkˈæpɪɾlʌvfɹnsz,.") + [" ", " ", " "])
+
+
+@PROPERTY
+@given(st.lists(PHONEME, max_size=400), st.integers(1, 120))
+def test_phoneme_runs_keep_every_phoneme_in_order_within_the_limit(phonemes, limit):
+    runs = phoneme_runs(phonemes, limit)
+    assert all(1 <= len(run) <= limit for run in runs)
+    # Only a word-separating space may go, at a cut; nothing else is lost or moved.
+    assert [p for run in runs for p in run if p != " "] == [p for p in phonemes if p != " "]
+    if len(phonemes) <= limit and phonemes:
+        assert runs == [phonemes]
+
+
+def test_phoneme_runs_cut_between_words_where_a_word_fits():
+    assert phoneme_runs(list("ab cd ef gh"), 5) == [list("ab cd"), list("ef gh")]
+    assert phoneme_runs(list("abcdefg hi"), 3) == [list("abc"), list("def"), list("g"),
+                                                   list("hi")]
 
 
 def test_a_long_sentence_is_cut_at_its_clauses_and_a_short_one_is_not():

@@ -272,6 +272,23 @@ def test_piper_speaks_a_long_sentence_in_pieces_that_start_sooner(tts):
     assert 7.0 < sum(seconds) < 14.0  # 32 words at a speaking pace
 
 
+@real
+def test_piper_speaks_a_web_address_in_bounded_runs_and_says_all_of_it(tts):
+    """A few words can be many phonemes: an address read out character by character. It is
+    synthesized in runs of at most MAX_PIECE_PHONEMES (one pass over all 400-odd phonemes
+    took onnxruntime to 550 MB), so its first audio is a few seconds long, not twenty."""
+    from models.pieces import MAX_PIECE_PHONEMES
+
+    sentence = ("The original text is: https://www.britannic-blog/2017/3/5/"
+                "4869ccee0a9f3b2d1c?_r=&t=12345&utm_source=parley")
+    passes = [len(run) for run in tts._voice.phonemize(sentence)]
+    assert len(passes) >= 3 and max(passes) <= MAX_PIECE_PHONEMES
+    chunks = list(tts.synthesize(sentence))
+    seconds = [chunk.size / tts.sample_rate for chunk in chunks]
+    assert len(chunks) >= 3 and max(seconds) < 8.0
+    assert sum(seconds) > 12.0  # all of it is still said
+
+
 @pytest.mark.parametrize("make", ["missing onnx", "missing json", "corrupt onnx"])
 def test_piper_rejects_a_bad_voice_with_a_clear_message(tmp_path, make):
     from models.embedded import default_voice

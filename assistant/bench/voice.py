@@ -52,14 +52,15 @@ def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threa
                  llm_batch_threads: int | None = None, as_before: bool = False):
     """The three embedded engines, with Parley's default threads unless told otherwise;
     `as_before`: with the memory settings Parley had before (f16 keys, the GGUF mapped,
-    whole sentences to Piper), for a baseline."""
+    prompts read 512 tokens a pass, whole sentences to Piper), for a baseline."""
     from models.embedded import default_llm
     from models.llama import LlamaChatModel
     from models.piper_tts import PiperTextToSpeech
     from models.whisper_stt import WhisperSpeechToText
 
     before = peak_mb()
-    before_options = {"key_cache": "f16", "mmap": True} if as_before else {}
+    before_options = ({"key_cache": "f16", "mmap": True, "batch_size": 512} if as_before
+                      else {})
     llm, llm_s = timed(lambda: LlamaChatModel(default_llm(), context_size=CONTEXT,
                                               threads=llm_threads,
                                               batch_threads=llm_batch_threads,
@@ -67,7 +68,8 @@ def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threa
     stt, stt_s = timed(lambda: WhisperSpeechToText(threads=stt_threads,
                                                    encoder_seconds=encoder_seconds))
     tts, tts_s = timed(lambda: PiperTextToSpeech(
-        threads=tts_threads, **({"max_piece_words": 10_000} if as_before else {})))
+        threads=tts_threads,
+        **({"max_piece_words": 10_000, "max_piece_phonemes": 100_000} if as_before else {})))
     if report:
         print("Loading the embedded models")
         print(f"  SmolLM2 {llm_s:.2f} s, Whisper tiny.en {stt_s:.2f} s, Piper joe {tts_s:.2f} s "
@@ -205,8 +207,8 @@ def replay_loop(conversation, engines, settings=None):
     _, stt, tts = engines
     # Speech is fed at real-time pace, as a microphone delivers it; the speaker plays
     # instantly so a run takes minutes, which does not change the time to first audio.
-    return VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False), Segmenter(),
-                     settings or VoiceSettings())
+    return VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False, keep_chunks=False),
+                     Segmenter(), settings or VoiceSettings())
 
 
 def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:

@@ -33,7 +33,7 @@ def run_replay(args: argparse.Namespace) -> int:
     conversation, stt, tts = load_voice_engines(args, timers)
     barge_in_turns = any(t.during_reply_ms is not None for t in turns)
     # A barge-in needs a reply that is still playing, so those sessions play in real time.
-    speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns)
+    speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns, keep_chunks=False)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings,
                      keep_audio=args.audio_out is not None)
     rings.append(loop)

@@ -60,7 +60,8 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     microphone.start()
     commands = ChatSession(conversation, interactive=True, console=console, timers=timers)
     screen = VoiceScreen(console)
-    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render)
+    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render,
+                     keep_records=False)
     rings.append(loop)
     stop = threading.Event()
 

@@ -57,8 +57,13 @@ class AnswersAhead:
             if not speculation.commit(self.clock(), self._show_in(record)):
                 return False
             self._time_utterance(record, utterance)
-            self.records.append(record)
+            self._keep(record)
         return True
+
+    def _keep(self, record: TurnRecord) -> None:
+        # Live voice reads no records: kept, they would grow with every turn of a session.
+        if self.keep_records:
+            self.records.append(record)
 
     def _emit(self, record: TurnRecord, event: Event) -> None:
         speculation = self._speculating

@@ -63,6 +63,7 @@ class VoiceLoop(RingsTimers, AnswersAhead):
         render: Callable[[Event], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         keep_audio: bool = False,
+        keep_records: bool = True,  # replay reports them; live voice lets them go
     ) -> None:
         self.conversation = conversation
         self.stt = stt
@@ -73,6 +74,7 @@ class VoiceLoop(RingsTimers, AnswersAhead):
         self.render = render or (lambda event: None)
         self.clock = clock
         self.keep_audio = keep_audio
+        self.keep_records = keep_records
         self.records: list[TurnRecord] = []
         self.prefilled_tokens = 0
         """Prompt tokens processed between turns, ahead of the replies that use them."""
@@ -242,7 +244,7 @@ class VoiceLoop(RingsTimers, AnswersAhead):
 
     def _record(self, source: str) -> TurnRecord:
         record = TurnRecord(source, self.clock())
-        self.records.append(record)
+        self._keep(record)
         return record
 
     def _prepare(self) -> None:
