@@ -15,7 +15,7 @@ MAX_PIECE_WORDS = 12
 MAX_PIECE_PHONEMES = 100
 """Phonemes per synthesis pass (at most). Twelve ordinary words are 40-80 phonemes, but a
 word can be spoken as many: a web address read out letter by letter, "3,141,592" as seven
-words. A 12-word piece holding an address was 409 phonemes, 20 s of speech, and took
+words. A 7-word piece holding an address was 409 phonemes, 20 s of speech, and took
 onnxruntime to 550 MB; this bound keeps one pass near an ordinary piece's size."""
 
 _CLAUSE_END = re.compile(r"(?<=[,;:—–.!?])\s+")

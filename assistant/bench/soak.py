@@ -7,8 +7,9 @@ loading the three engines alone in a fresh process, one after the other and side
 in the same run. `soak`: a voice conversation of recorded speech (the LibriVox and command
 recordings, round and round) fed as fast as Parley takes it, with Parley's voice settings;
 it prints resident memory at turn 20 and at the end, the peak, and the time from the end of
-each turn's speech to its first audio for the first and the last 50 turns. Figures are
-printed, never asserted.
+each turn's speech to its first audio for the first and the last 50 turns; along the way,
+every 20 turns, every turn that grew more than 8 MB and every turn that wrote a summary,
+with glibc's heap (in use, and free but kept). Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def _heap_mb(libc) -> tuple[float, float]:
     return (info.uordblks + info.hblkhd) / 2**20, info.fordblks / 2**20
 
 
-def bench_soak(turns: int, trim: bool = False) -> None:
+def bench_soak(turns: int) -> None:
     from assistant.bench.voice import ANSWER_TOKENS, replay_loop
     from assistant.cli.engines import VOICE_HISTORY_MESSAGES
     from assistant.conversation import Conversation, ReplySettings
@@ -128,8 +129,6 @@ def bench_soak(turns: int, trim: bool = False) -> None:
                                fast=True)
             latencies += [r.timings["first_audio_ms"] for r in records
                           if r.timings.get("first_audio_ms") is not None]
-            if trim and libc is not None:
-                libc.malloc_trim(0)
             memory[number] = _resident_mb()
             grew = memory[number] - memory.get(number - 1, memory[number])
             summarized = conversation.summary.covered_through != covered
@@ -161,16 +160,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=["start", "soak"])
     parser.add_argument("--turns", type=int, default=200, help="spoken turns in the soak")
     parser.add_argument("--runs", type=int, default=5, help="launches per start measure")
-    parser.add_argument("--trim", action="store_true",
-                        help="give the allocator's free memory back after every turn "
-                             "(glibc's malloc_trim), to see how much of the growth it is")
     args = parser.parse_args(argv)
     if args.only in (None, "start"):
         bench_start(args.runs)
     if args.only in (None, "soak"):
         if not samples.available():
             raise SystemExit(samples.missing_reason())
-        bench_soak(args.turns, args.trim)
+        bench_soak(args.turns)
 
 
 if __name__ == "__main__":
