@@ -59,7 +59,6 @@ class PiperTextToSpeech(TextToSpeech):
         `max_piece_words`, `max_piece_phonemes`: longer sentences are synthesized in pieces
         (`models.pieces`)."""
         self.max_piece_words = max_piece_words
-        self.max_piece_phonemes = max_piece_phonemes
         if path is None:
             try:
                 path = default_voice()

@@ -63,6 +63,13 @@ class Room:
             self.timers.close()
 
 
+def wait_for_a_held_tool_call(room: Room, what: str) -> None:
+    """Until the reply answered ahead has called a tool (and is held there, unconfirmed)."""
+    wait_until(lambda: (speculation := room.loop._speculating) is not None
+               and any(isinstance(event, ToolCall) for event in speculation.held_events),
+               what)
+
+
 def test_a_speculation_the_user_talks_over_leaves_no_trace():
     model = ScriptedChatModel()
     model.enqueue("The sea is wide.")
@@ -71,9 +78,7 @@ def test_a_speculation_the_user_talks_over_leaves_no_trace():
     room.say(silence(0.4))  # a pause, shorter than the end-of-speech wait
     # The pause's words are a timer request, answered ahead up to the timer, which waits
     # for the turn to be confirmed.
-    wait_until(lambda: (speculation := room.loop._speculating) is not None
-               and any(isinstance(event, ToolCall) for event in speculation.held_events),
-               "a speculative reply calling the timer tool")
+    wait_for_a_held_tool_call(room, "a speculative reply calling the timer tool")
     room.say(np.concatenate([speechlike(1.0, WHOLE), silence(1.2)]))  # the user goes on
     # No timer was set, nothing of it was said, shown, kept or recorded.
     assert room.finish() == []
@@ -120,9 +125,7 @@ def test_a_speculation_that_stands_is_played_when_the_wait_ends():
 def test_a_timer_asked_for_ahead_is_set_once_the_turn_is_confirmed():
     room = Room(ScriptedChatModel())
     room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.3)]))
-    wait_until(lambda: (speculation := room.loop._speculating) is not None
-               and any(isinstance(event, ToolCall) for event in speculation.held_events),
-               "the timer tool called ahead")
+    wait_for_a_held_tool_call(room, "the timer tool called ahead")
     assert room.timers.running() == []  # not until the user has finished
     room.say(silence(1.0))
     [timer] = room.finish()

@@ -66,19 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:
         print(f"parley: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        # Ctrl-C while the models load: stop quietly, with the shell's code for it.
-        print(file=sys.stderr)
-        return 130
-    except Exception as exc:
+    except BaseException as exc:
+        # Ctrl-C while the models load (as itself, or turned into an error of a library's
+        # own, as onnxruntime's import does): stop quietly, with the shell's code for it.
         if not caused_by_ctrl_c(exc):
             raise
-        print(file=sys.stderr)  # e.g. onnxruntime's import turns Ctrl-C into an ImportError
+        print(file=sys.stderr)
         return 130
 
 
 def caused_by_ctrl_c(exc: BaseException) -> bool:
-    """Whether a library turned a Ctrl-C into an error of its own."""
+    """Whether `exc` is a Ctrl-C, or an error a library raised because of one."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:

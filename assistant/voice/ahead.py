@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -65,9 +66,15 @@ class AnswersAhead:
         if self.keep_records:
             self.records.append(record)
 
-    def _emit(self, record: TurnRecord, event: Event) -> None:
+    def _held_by(self, record: TurnRecord) -> Speculation | None:
+        """The speculation answering `record`'s turn ahead, if it is one: its events and
+        timings go through it (held back until it is committed)."""
         speculation = self._speculating
-        if speculation is not None and speculation.record is record:
+        return speculation if speculation is not None and speculation.record is record else None
+
+    def _emit(self, record: TurnRecord, event: Event) -> None:
+        speculation = self._held_by(record)
+        if speculation is not None:
             speculation.emit(self.clock(), event, self._show_in(record))
         else:
             self._show_in(record)(self.clock(), event)
@@ -109,11 +116,8 @@ class AnswersAhead:
     def _time(self, record: TurnRecord, key: str, at: float | None = None) -> None:
         """Set a timing (ms from the turn's start); a held reply's turn start moves when it
         is committed, so its timings are set under the speculation's lock."""
-        speculation = self._speculating
-        if speculation is not None and speculation.record is record:
-            with speculation.lock:
-                record.timings[key] = self._ms_since(record, at)
-        else:
+        speculation = self._held_by(record)
+        with speculation.lock if speculation is not None else nullcontext():
             record.timings[key] = self._ms_since(record, at)
 
     def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
