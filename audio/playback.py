@@ -20,6 +20,7 @@ import numpy as np
 import soxr
 
 from audio.devices import AudioDeviceError, close_stream, load_sounddevice
+from audio.echo import FarEnd
 from audio.pcm import to_int16
 
 log = logging.getLogger(__name__)
@@ -29,8 +30,9 @@ class AudioOutput(ABC):
     """Where spoken replies go: queue chunks, stop mid-sentence, know what was played."""
 
     @abstractmethod
-    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
-        """Queue one chunk (int16 mono) and return at once."""
+    def play(self, pcm: np.ndarray, sample_rate: int, cancel_echo: bool = True) -> None:
+        """Queue one chunk (int16 mono) and return at once. `cancel_echo=False`: the echo
+        canceller is not told of it (the wake chime: see `assistant.voice.listening`)."""
 
     @abstractmethod
     def stop(self) -> None:
@@ -84,8 +86,11 @@ class Speaker(AudioOutput):
         block_ms: int = 30,
         latency: float = 0.1,
         device_rate: int | None = None,
+        far_end: FarEnd | None = None,
     ) -> None:
         self.device = device
+        self.far_end = far_end
+        """Gets every block as it is written, for the echo canceller."""
         self.block_ms = block_ms
         self.latency = latency
         """Device buffer in seconds: more survives CPU contention, less stops sooner."""
@@ -107,13 +112,13 @@ class Speaker(AudioOutput):
         self._worker = threading.Thread(target=self._run, name="speaker", daemon=True)
         self._worker.start()
 
-    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
+    def play(self, pcm: np.ndarray, sample_rate: int, cancel_echo: bool = True) -> None:
         self._raise_error()
         pcm = to_int16(pcm)
         with self._cond:
             if self._closing:
                 raise AudioDeviceError("The speaker was closed.")
-            self._chunks.append((pcm, sample_rate))
+            self._chunks.append((pcm, sample_rate, cancel_echo))
             self._cond.notify_all()
 
     def stop(self) -> None:
@@ -156,16 +161,28 @@ class Speaker(AudioOutput):
         if error is not None:
             raise error
 
+    @property
+    def _keeps_running(self) -> bool:
+        """With an echo canceller the stream never stops: silence flows between replies.
+        Each start fills the device buffer anew and moves the echo by tens of ms (measured:
+        137, 118, then 63 ms in three replies), which AEC3 took seconds to follow."""
+        return self.far_end is not None
+
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._chunks or self._closing)
-                if not self._chunks:  # closing, and nothing left
+                flowing = self._keeps_running and self._stream is not None
+                self._cond.wait_for(lambda: self._chunks or self._closing,
+                                    0 if flowing else None)
+                if not self._chunks and self._closing:
                     break
-                pcm, rate = self._chunks.popleft()
+                if not self._chunks:
+                    self._idle_block()
+                    continue
+                pcm, rate, cancel_echo = self._chunks.popleft()
                 self._busy, generation = True, self._generation
             try:
-                self._play_chunk(pcm, rate, generation)
+                self._play_chunk(pcm, rate, generation, cancel_echo)
             except Exception as exc:
                 # Broad on purpose: PortAudio, soxr and the sound server's library fail in
                 # their own ways, and an exception escaping here would end the worker, so
@@ -179,7 +196,27 @@ class Speaker(AudioOutput):
                     self._cond.notify_all()
         self._close_stream()
 
-    def _play_chunk(self, pcm: np.ndarray, rate: int, generation: int) -> None:
+    def _idle_block(self) -> None:
+        """One block of silence between replies (called holding the lock, which the write
+        releases: it waits for room in the device buffer, about a block's time)."""
+        stream = self._stream
+        self._cond.release()
+        try:
+            self._write(stream, np.zeros(self._stream_rate * self.block_ms // 1000,
+                                         dtype=np.int16))
+        except Exception:  # broad as in _run; the next play() opens the device again
+            log.debug("playback failed between replies", exc_info=True)
+            self._close_stream()
+        finally:
+            self._cond.acquire()
+
+    def _write(self, stream: Any, block: np.ndarray, cancel_echo: bool = True) -> None:
+        stream.write(np.repeat(block, self._channels) if self._channels > 1 else block)
+        if self.far_end is not None:  # silence in its place keeps the far end in time
+            self.far_end.push(block if cancel_echo else np.zeros_like(block), self._stream_rate)
+
+    def _play_chunk(self, pcm: np.ndarray, rate: int, generation: int,
+                    cancel_echo: bool = True) -> None:
         stream = self._open(rate)
         if rate != self._stream_rate:
             pcm = soxr.resample(pcm, rate, self._stream_rate)
@@ -192,22 +229,23 @@ class Speaker(AudioOutput):
             if self._generation != generation:
                 break
             block = pcm[start : start + step]
-            stream.write(np.repeat(block, self._channels) if self._channels > 1 else block)
+            self._write(stream, block, cancel_echo)
             with self._cond:
                 self._played += len(block) / self._stream_rate
         with self._cond:
             stopped, more = self._generation != generation, bool(self._chunks)
-        if stopped:
+        if stopped and not self._keeps_running:
             unheard = max(0, self._buffer_frames - stream.write_available)
             stream.abort()  # drops what the device still buffers: it was never heard
             with self._cond:
                 self._played = max(0.0, self._played - unheard / self._stream_rate)
-        elif not more:
+        elif not more and not stopped:
             # Stopping drops what the device still buffers (PortAudio's ALSA/PulseAudio path
             # does not drain), so push the end out with a buffer of silence first: wait()
             # then returns once the last real block was heard.
-            stream.write(np.zeros(self._buffer_frames * self._channels, dtype=np.int16))
-            stream.stop()
+            self._write(stream, np.zeros(self._buffer_frames, dtype=np.int16))
+            if not self._keeps_running:
+                stream.stop()
 
     def _open(self, rate: int) -> Any:
         """The output stream, opened on first use (and again after an error)."""
@@ -293,8 +331,11 @@ class MemorySpeaker(AudioOutput):
     """
 
     def __init__(self, realtime: bool = False, clock: Clock = time,
-                 keep_chunks: bool = True) -> None:
+                 keep_chunks: bool = True, far_end: FarEnd | None = None) -> None:
         self.realtime = realtime
+        self.far_end = far_end
+        """With `realtime`, gets each chunk as it is queued: played back to back, it
+        comes out of the far end at the pace it plays (replay's simulated echo)."""
         self.clock = clock
         self.keep_chunks = keep_chunks
         self._let_go = 0.0
@@ -306,7 +347,7 @@ class MemorySpeaker(AudioOutput):
         """Seconds played before the last reset_counter()."""
         self._lock = threading.Lock()
 
-    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
+    def play(self, pcm: np.ndarray, sample_rate: int, cancel_echo: bool = True) -> None:
         pcm = to_int16(pcm)
         now = self.clock.monotonic()
         with self._lock:
@@ -314,6 +355,8 @@ class MemorySpeaker(AudioOutput):
             item = _Scheduled(pcm, sample_rate, start)
             self._items.append(item)
             self._end = max(self._end, start + item.seconds)
+        if self.far_end is not None and self.realtime:
+            self.far_end.push(pcm if cancel_echo else np.zeros_like(pcm), sample_rate)
 
     def stop(self) -> None:
         now = self.clock.monotonic()
@@ -322,6 +365,8 @@ class MemorySpeaker(AudioOutput):
             for item in self._items:
                 item.pcm = item.pcm[: round(item.played(now) * item.rate)]
             self._end = min(self._end, now)
+        if self.far_end is not None:
+            self.far_end.clear()
 
     def wait(self, timeout: float | None = None) -> bool:
         waited = 0.0

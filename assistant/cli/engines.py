@@ -106,14 +106,47 @@ def segmenter_settings(args: argparse.Namespace):
         raise ConfigError(str(exc)) from exc
 
 
-def voice_settings(args: argparse.Namespace, push_to_talk: bool = False):
+def voice_settings(args: argparse.Namespace, push_to_talk: bool = False,
+                   echo_cancelled: bool = False):
+    """How the loop listens; barge-in is on by default when the echo is cancelled."""
     from assistant.voice.turns import VoiceSettings
 
+    if args.wake_word and push_to_talk:
+        raise ConfigError("--wake-word is for hands-free voice; leave out --push-to-talk")
+    barge_in = echo_cancelled if args.barge_in is None else args.barge_in
     try:
-        return VoiceSettings(push_to_talk=push_to_talk, barge_in=args.barge_in,
-                             echo_tail_ms=args.echo_tail_ms)
+        return VoiceSettings(push_to_talk=push_to_talk, barge_in=barge_in,
+                             echo_tail_ms=args.echo_tail_ms, follow_up_s=args.follow_up_s)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def wake_word_detector(args: argparse.Namespace):
+    """The wake word detector `--wake-word` asks for (None without it); an unknown name is
+    a WakeWordError listing the names."""
+    if not args.wake_word:
+        return None
+    from audio.wakeword import WakeWordDetector
+
+    return WakeWordDetector(args.wake_word)
+
+
+def microphone_input(args: argparse.Namespace, far_end, say, room=None):
+    """What cleans the microphone's audio (`--echo-cancel`) and adds a simulated room's echo
+    (replay's `--echo`); None when neither is asked for. Echo cancellation that cannot start
+    is said in one line (`say`), and Parley listens half duplex."""
+    from audio.echo import EchoCanceller, EchoCancelUnavailable, MicrophoneInput
+
+    canceller = None
+    if args.echo_cancel:
+        try:
+            canceller = EchoCanceller()
+        except EchoCancelUnavailable as exc:
+            say(f"Echo cancellation cannot start: {exc}. Parley stops listening while it "
+                "speaks (half duplex).")
+    if canceller is None and room is None:
+        return None
+    return MicrophoneInput(far_end, canceller, room)
 
 
 def load_stt(args: argparse.Namespace):

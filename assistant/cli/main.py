@@ -16,8 +16,9 @@ log = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # No abbreviations: replay's --echo would be an ambiguous abbreviation of --echo-cancel.
     parser = argparse.ArgumentParser(
-        prog="parley",
+        prog="parley", allow_abbrev=False,
         description="Parley, a local assistant. Runs on the embedded models unless told otherwise; "
                     "nothing of a conversation is written to disk. Every setting also reads "
                     "PARLEY_<SETTING> (e.g. PARLEY_CTX=4096) and the config file.")
@@ -42,6 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the JSON report to this file instead of printing it")
     replay.add_argument("--audio-out", type=Path, default=None,
                         help="write each turn's spoken reply as a WAV file into this folder")
+    replay.add_argument("--echo", type=echo_gain, default=None, metavar="GAIN_DB",
+                        help="simulate speakers: each reply comes back into the input 60 ms "
+                             "later at GAIN_DB (0: as loud as played, -10: quieter); audio "
+                             "then runs in real time. Add --echo-cancel to cancel it")
+    commands.add_parser("wake-words", help="list the wake words for --wake-word",
+                        description="List the wake words (microWakeWord models shipped in "
+                                    "pymicro-wakeword) that --wake-word takes.")
     commands.add_parser("devices", help="list audio input and output devices",
                         description="List the audio devices PortAudio sees, for "
                                     "--input-device and --output-device.")
@@ -87,14 +95,31 @@ def caused_by_ctrl_c(exc: BaseException) -> bool:
     return False
 
 
+def echo_gain(text: str) -> float:
+    """Replay's --echo: a gain in dB from -60 to +12."""
+    value = float(text)
+    if not -60 <= value <= 12:
+        raise argparse.ArgumentTypeError(f"{text} dB is outside -60 to 12")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     command = args.command
+    if command == "wake-words":
+        from audio.wakeword import describe_wake_words
+
+        print(describe_wake_words())
+        return 0
     if command == "devices":
         from assistant.cli.devices import run_devices
 
         return run_devices()
     if command is None and sys.stdin.isatty():
         command = "voice"  # at a terminal: voice when a microphone works
+    if command in ("voice", "replay") and args.wake_word:
+        from audio.wakeword import find_wake_word
+
+        find_wake_word(args.wake_word)  # an unknown name: the list, before anything loads
     if command == "voice":
         from assistant.cli.devices import input_device_problem
         from assistant.cli.voice import run_voice

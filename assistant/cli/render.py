@@ -21,6 +21,7 @@ from assistant.events import (
     TimerFinished,
     ToolCall,
     ToolResult,
+    Wake,
 )
 
 _STEPS = (Status, SummaryStarted, SummaryFailed, RecallHint, ResearchBudgetReached)
@@ -70,6 +71,8 @@ class VoiceScreen(ChatRenderer):
                 out.print(f"· (heard no words: {event.rejected})", style="dim")
         elif isinstance(event, Interrupted):
             out.print(f"\n· Stopped after {event.spoken_seconds:.1f} s of speech.", style="dim")
+        elif isinstance(event, Wake):
+            out.print("· Listening…", style="dim")
         elif isinstance(event, ReplyDone):
             out.print("")
         elif not isinstance(event, Spoken):

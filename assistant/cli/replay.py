@@ -10,8 +10,10 @@ from pathlib import Path
 
 from assistant.cli.engines import (
     load_voice_engines,
+    microphone_input,
     segmenter_settings,
     voice_settings,
+    wake_word_detector,
 )
 
 
@@ -19,23 +21,33 @@ def run_replay(args: argparse.Namespace) -> int:
     from assistant.timers import Timers
     from assistant.voice.loop import VoiceLoop
     from assistant.voice.replay import SkippableClock, load_session, replay, session_json
+    from audio.echo import FarEnd, RoomEcho
     from audio.playback import MemorySpeaker
     from audio.segmenter import Segmenter
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
     segmenter = Segmenter(segmenter_settings(args))
+    wake_word = wake_word_detector(args)
+    far_end = FarEnd()
+    room = RoomEcho(args.echo) if args.echo is not None else None
+    microphone = microphone_input(args, far_end, lambda line: print(f"parley: {line}",
+                                                                   file=sys.stderr), room)
+    echo_cancelled = microphone is not None and microphone.canceller is not None
     # Nobody is there to say "stop": a timer going off is announced once.
-    settings = replace(voice_settings(args), ring_times=1)
+    settings = replace(voice_settings(args, echo_cancelled=echo_cancelled), ring_times=1)
     clock = SkippableClock()
     rings: list = []  # the loop, once it exists, announces a timer going off
     timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))
     conversation, stt, tts = load_voice_engines(args, timers)
     barge_in_turns = any(t.during_reply_ms is not None for t in turns)
-    # A barge-in needs a reply that is still playing, so those sessions play in real time.
-    speaker = MemorySpeaker(realtime=not args.fast or barge_in_turns, keep_chunks=False)
-    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings,
-                     keep_audio=args.audio_out is not None)
+    # A barge-in needs a reply that is still playing, and an echo a room that plays in
+    # real time, so those sessions play in real time.
+    realtime = not args.fast or barge_in_turns or microphone is not None
+    speaker = MemorySpeaker(realtime=realtime, keep_chunks=False,
+                            far_end=far_end if microphone is not None else None)
+    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, clock=clock,
+                     keep_audio=args.audio_out is not None, wake_word=wake_word)
     rings.append(loop)
 
     def skip(seconds: float) -> None:
@@ -43,7 +55,7 @@ def run_replay(args: argparse.Namespace) -> int:
         timers.run_due()
 
     try:
-        produced = replay(loop, turns, fast=args.fast, skip=skip)
+        produced = replay(loop, turns, fast=args.fast, skip=skip, microphone=microphone)
     finally:
         timers.close()
         loop.close()

@@ -140,8 +140,16 @@ SETTINGS: tuple[Setting, ...] = (
             "listening", _SPEECH),
     Setting("--max-utterance-s", _number, 20.0, "an utterance is cut here and goes on as the "
             "next (default 20)", "listening", _SPEECH),
-    Setting("--barge-in", _switch, False, "listen while speaking: your speech stops the reply "
-            "(use a headset or an echo canceller)", "listening", _SPEECH),
+    Setting("--wake-word", str, None, "listen only after this wake word, e.g. okay_nabu "
+            "(`parley wake-words` lists them); off by default", "listening", _SPEECH),
+    Setting("--follow-up-s", _number, 6.0, "with --wake-word: after a reply, the next request "
+            "needs no wake word this long (default 6; 0: always say it)", "listening", _SPEECH),
+    Setting("--echo-cancel", _switch, False, "cancel Parley's own voice in the microphone "
+            "(WebRTC AEC3), so you can talk over it on speakers; turns --barge-in on",
+            "listening", _SPEECH),
+    Setting("--barge-in", _switch, None, "listen while speaking: your speech stops the reply "
+            "(use a headset or --echo-cancel; default: on with --echo-cancel)", "listening",
+            _SPEECH),
     Setting("--echo-tail-ms", _whole, 300, "without --barge-in, keep ignoring the microphone "
             "this long after speaking (default 300)", "listening", _SPEECH),
 )

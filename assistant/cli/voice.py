@@ -14,8 +14,10 @@ from assistant.cli.chat import ChatSession
 from assistant.cli.engines import (
     device,
     load_voice_engines,
+    microphone_input,
     segmenter_settings,
     voice_settings,
+    wake_word_detector,
 )
 from assistant.cli.render import VoiceScreen
 from assistant.timers import Timers
@@ -41,6 +43,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     from assistant.voice.loop import VoiceLoop
     from audio.capture import DeviceLost, Microphone
     from audio.devices import find_device
+    from audio.echo import FarEnd
     from audio.playback import Speaker
     from audio.segmenter import Segmenter
 
@@ -50,18 +53,23 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     input_device = find_device(device(args.input_device), "input")
     output_device = find_device(device(args.output_device), "output")
     segmenter = Segmenter(segmenter_settings(args))
-    settings = voice_settings(args, push_to_talk)
+    voice_settings(args, push_to_talk)  # a bad setting is said before the slow loading
+    wake_word = wake_word_detector(args)
+    far_end = FarEnd()
+    cleaned = microphone_input(args, far_end, lambda line: console.print(f"! {line}",
+                                                                        style="bold red"))
+    settings = voice_settings(args, push_to_talk, echo_cancelled=cleaned is not None)
     console.print("· Loading the language and speech models…", style="dim")
     rings: list = []  # the loop, once it exists: a timer going off is announced by it
     timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
     conversation, stt, tts = load_voice_engines(args, timers)
-    speaker = Speaker(output_device)
+    speaker = Speaker(output_device, far_end=far_end if cleaned is not None else None)
     microphone = Microphone(input_device)
     microphone.start()
     commands = ChatSession(conversation, interactive=True, console=console, timers=timers)
     screen = VoiceScreen(console)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render,
-                     keep_records=False)
+                     keep_records=False, wake_word=wake_word)
     rings.append(loop)
     stop = threading.Event()
 
@@ -70,7 +78,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
             try:
                 pcm = microphone.read(0.1)
                 if pcm is not None:
-                    loop.feed_audio(pcm)
+                    loop.feed_audio(cleaned.process(pcm) if cleaned is not None else pcm)
             except DeviceLost as exc:
                 console.print(f"! {exc} The conversation is kept; type meanwhile.",
                               style="bold red")
@@ -90,7 +98,9 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
 
     listener = threading.Thread(target=listen, name="listen", daemon=True)
     listener.start()
+
     how = ("Press Enter to talk, Enter again to stop" if push_to_talk
+           else f"Say \u201c{wake_word.word.phrase}\u201d, then your request" if wake_word
            else "Speak when you like")
     try:
         # Inside the try: a Ctrl-C that lands while this line is written ends it, too.

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from contextlib import nullcontext
+from dataclasses import replace
 
 import numpy as np
 
@@ -122,6 +123,8 @@ class AnswersAhead:
 
     def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
         transcript = self.stt.transcribe(pcm)
+        if self.wake_word is not None:
+            transcript = replace(transcript, text=self._without_wake_word(transcript.text))
         return transcript, self.clock()
 
     def _dispatch(self, utterance: Utterance) -> None:

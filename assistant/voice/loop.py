@@ -33,6 +33,7 @@ from assistant.events import (
 )
 from assistant.voice.ahead import AnswersAhead
 from assistant.voice.alarm import RingsTimers
+from assistant.voice.listening import Listens
 from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply
 from assistant.voice.turns import (
@@ -44,6 +45,7 @@ from assistant.voice.turns import (
 )
 from assistant.workers import Worker
 from audio.segmenter import Segmenter, SpeechPaused, SpeechResumed, SpeechStarted, Utterance
+from audio.wakeword import WakeWordDetector
 from models.base import CancelToken
 from models.errors import EngineError
 from models.speech import SpeechToText, TextToSpeech, Transcript
@@ -51,7 +53,7 @@ from models.speech import SpeechToText, TextToSpeech, Transcript
 log = logging.getLogger(__name__)
 
 
-class VoiceLoop(RingsTimers, AnswersAhead):
+class VoiceLoop(RingsTimers, AnswersAhead, Listens):
     def __init__(
         self,
         conversation: Conversation,
@@ -64,7 +66,9 @@ class VoiceLoop(RingsTimers, AnswersAhead):
         clock: Callable[[], float] = time.monotonic,
         keep_audio: bool = False,
         keep_records: bool = True,  # replay reports them; live voice lets them go
+        wake_word: WakeWordDetector | None = None,
     ) -> None:
+        self.wake_word = wake_word
         self.conversation = conversation
         self.stt = stt
         self.tts = tts
@@ -103,6 +107,8 @@ class VoiceLoop(RingsTimers, AnswersAhead):
 
     def feed_audio(self, pcm: np.ndarray) -> None:
         """Microphone (or file) audio, 16 kHz mono int16, in chunks of any size."""
+        if self.wake_word is not None and (pcm := self._through_wake_word(pcm)) is None:
+            return  # asleep: only the wake word is listened for
         with self._audio_lock:
             if not self.listening or self._ignoring_microphone():
                 # Speech the user began before Parley started talking is theirs: keep it.
@@ -187,6 +193,11 @@ class VoiceLoop(RingsTimers, AnswersAhead):
                     return False
                 self._turns.all_tasks_done.wait(left if left is not None else 0.5)
 
+    @property
+    def quiet(self) -> bool:
+        """The echo tail after Parley last spoke has passed."""
+        return self.clock() >= self._quiet_until
+
     def wait_quiet(self) -> None:
         """Wait out the echo tail after Parley last spoke (replay's next clip starts then)."""
         time.sleep(max(0.0, self._quiet_until - self.clock()))
@@ -212,30 +223,6 @@ class VoiceLoop(RingsTimers, AnswersAhead):
         return True
 
     # -- inside ---------------------------------------------------------------------------
-
-    def _ignoring_microphone(self) -> bool:
-        """Parley does not listen to itself unless barge-in is on."""
-        if self.settings.barge_in:
-            return False
-        speech = self._speech
-        if self.output.speaking or (speech is not None and speech.first_audio_at is not None):
-            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
-            return True
-        return self.clock() < self._quiet_until
-
-    def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
-        speech = self._speech
-        if not self.settings.barge_in or speech is None or speech.first_audio_at is None:
-            return
-        if speech.stopped:
-            return
-        started = self.clock()
-        self.interrupt()
-        record = self._current
-        if record is not None:
-            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / 16000
-            record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
-            record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
 
     def _time_utterance(self, record: TurnRecord, utterance: Utterance) -> None:
         """The end-of-speech wait and the utterance's length, for the turn it makes."""
@@ -316,14 +303,17 @@ class VoiceLoop(RingsTimers, AnswersAhead):
         """Reply to `text` in `conversation` (a scratch copy, for a speculation), aloud."""
         record.heard = text
         self._reply(record, lambda on_event, cancel: conversation.reply(
-            text, on_event, cancel, self.settings.first_clause_words), speculation=speculation)
+            text, on_event, cancel, self.settings.first_clause_words), speculation=speculation,
+                    conversation=conversation)
 
     def _reply(self, record: TurnRecord,
                answer: Callable[[Callable[[Event], None], CancelToken], ReplyDone | None],
                sound: np.ndarray | None = None,
-               speculation: Speculation | None = None) -> None:
+               speculation: Speculation | None = None,
+               conversation: Conversation | None = None) -> None:
         """Speak what `answer` produces, sentence by sentence (after `sound`, if any); with
-        `speculation`, held back until it is committed."""
+        `speculation`, held back until it is committed. A cut-off reply is noted in
+        `conversation`, the one it was made in (a speculation's scratch copy)."""
         cancel = speculation.cancel if speculation is not None else CancelToken()
         speech = SpokenReply(
             self.tts, speculation.output if speculation is not None else self.output, cancel,
@@ -372,8 +362,7 @@ class VoiceLoop(RingsTimers, AnswersAhead):
             speech.close()  # the speaking worker must never wait for sentences forever
             with self._lock:
                 self._cancel, self._speech, self._current = None, None, None
-            if speculation is None or speculation.committed:  # nothing was played otherwise
-                self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+            self._reply_ended(record, speech, speculation)
         record.reply = done.text if done is not None else ""
         record.spoken_seconds = round(speech.spoken_seconds, 2)
         record.interrupted = speech.stopped
@@ -384,7 +373,7 @@ class VoiceLoop(RingsTimers, AnswersAhead):
                                           round(speech.spoken_seconds * self.tts.sample_rate))
         if speech.stopped and done is not None and done.text and record.source != "timer":
             heard = speech.heard_text()
-            self.conversation.note_heard(heard)
+            (conversation or self.conversation).note_heard(heard)
             self._emit(record, Interrupted(record.spoken_seconds, heard))
         if done is not None:
             self._emit(record, done)

@@ -23,6 +23,7 @@ from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import TurnRecord
+from audio.echo import MicrophoneInput
 from audio.files import AudioFileError, frames_of, read_audio
 
 SAMPLE_RATE = 16000
@@ -134,31 +135,71 @@ class SkippableClock:
         self.skipped += seconds
 
 
+class _Input:
+    """Feeds replay's audio into the loop. With a simulated `microphone` (`--echo`), audio
+    never stops, as a live microphone's does not: silence, carrying the echo of what Parley
+    says, is fed at real-time pace while replay waits between turns."""
+
+    FRAME = SAMPLE_RATE * 30 // 1000
+
+    def __init__(self, loop: VoiceLoop, microphone: MicrophoneInput | None) -> None:
+        self.loop = loop
+        self.microphone = microphone
+
+    def feed(self, frame: np.ndarray) -> None:
+        if self.microphone is not None:
+            frame = self.microphone.process(frame)
+        self.loop.feed_audio(frame)
+
+    def until(self, done: Callable[[], bool], timeout_s: float) -> None:
+        """Keep the microphone going (if simulated) until `done()`, or `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        started, fed = time.monotonic(), 0
+        silence = np.zeros(self.FRAME, dtype=np.int16)
+        while not done() and time.monotonic() < deadline:
+            if self.microphone is None:
+                time.sleep(0.005)
+                continue
+            fed += self.FRAME
+            time.sleep(max(0.0, started + fed / SAMPLE_RATE - time.monotonic()))
+            self.feed(silence)
+
+    def until_idle(self, timeout_s: float) -> None:
+        """Until every turn is answered and its echo has died away."""
+        if self.microphone is None:
+            self.loop.wait_idle(timeout_s)
+            self.loop.wait_quiet()
+        else:
+            self.until(lambda: self.loop.wait_idle(0) and self.loop.quiet
+                       and not self.loop.output.speaking, timeout_s)
+
+
 def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
-           timeout_s: float = 600.0,
-           skip: Callable[[float], None] | None = None) -> list[list[TurnRecord]]:
+           timeout_s: float = 600.0, skip: Callable[[float], None] | None = None,
+           microphone: MicrophoneInput | None = None) -> list[list[TurnRecord]]:
     """Play the session into `loop`; returns, per session turn, the turns it produced.
 
     A turn's records are those that began while it was the current one: a timer that
     goes off during a reply belongs to the turn of that reply. With `fast`, `skip(s)`
-    moves the timers' clock on instead of waiting.
+    moves the timers' clock on instead of waiting. With `microphone` (a simulated room,
+    real-time only), every clip and the silence between them goes through it.
     """
+    source = _Input(loop, microphone)
     starts: list[int] = []
     for turn in turns:
         if turn.wait_s is not None:
-            loop.wait_idle(timeout_s)
-            loop.wait_quiet()
+            source.until_idle(timeout_s)
             starts.append(len(loop.records))
             if fast and skip is not None:
                 skip(turn.wait_s)
             else:
-                time.sleep(turn.wait_s)
+                source.until(lambda: False, turn.wait_s)
             continue
-        if turn.during_reply_ms is not None and loop.records:
-            _wait_for_audio_of(loop.records[-1], turn.during_reply_ms, timeout_s)
+        replies = [record for record in loop.records if record.source != "wake"]
+        if turn.during_reply_ms is not None and replies:
+            _wait_for_audio_of(source, replies[-1], turn.during_reply_ms, timeout_s)
         else:
-            loop.wait_idle(timeout_s)
-            loop.wait_quiet()
+            source.until_idle(timeout_s)
         starts.append(len(loop.records))
         if turn.text is not None:
             loop.submit_text(turn.text)
@@ -166,25 +207,22 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
             assert turn.pcm is not None
             silence = np.zeros(int(TRAILING_SILENCE_S * SAMPLE_RATE), dtype=np.int16)
             for frame in frames_of(np.concatenate([turn.pcm, silence]), SAMPLE_RATE,
-                                   realtime=not fast):
-                loop.feed_audio(frame)
+                                   realtime=not fast or microphone is not None):
+                source.feed(frame)
             loop.stop_listening()  # end of input: a clip cut short still counts
     loop.end_of_input()
-    loop.wait_idle(timeout_s)
+    source.until_idle(timeout_s)
     ends = [*starts[1:], len(loop.records)]
     return [loop.records[start:end] for start, end in zip(starts, ends, strict=True)]
 
 
-def _wait_for_audio_of(record: TurnRecord, delay_ms: int, timeout_s: float) -> None:
+def _wait_for_audio_of(source: _Input, record: TurnRecord, delay_ms: int,
+                       timeout_s: float) -> None:
     """Start the next clip `delay_ms` into the previous reply's audio (a barge-in)."""
-    deadline = time.monotonic() + timeout_s
-    while not record.first_audio_seen() and not record.finished.is_set():
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.005)
+    source.until(lambda: record.first_audio_seen() or record.finished.is_set(), timeout_s)
     if record.first_audio_seen():
         due = record.started + (record.timings["first_audio_ms"] or 0) / 1000 + delay_ms / 1000
-        time.sleep(max(0.0, due - time.monotonic()))
+        source.until(lambda: source.loop.clock() >= due, timeout_s)
 
 
 def session_json(loop: VoiceLoop, turns: list[ReplayTurn],
@@ -219,5 +257,5 @@ def _merge(records: list[TurnRecord]) -> dict:
         "events": events,
         "interrupted": any(r.interrupted for r in records),
         "spoken_seconds": round(sum(r.spoken_seconds for r in records), 2),
-        "timings": dict(first.timings),
+        "timings": dict(next((r.timings for r in records if r.timings), first.timings)),
     }

@@ -36,7 +36,7 @@ class HeldOutput(AudioOutput):
         self._discarded = False
         self._lock = threading.Lock()
 
-    def play(self, pcm: np.ndarray, sample_rate: int) -> None:
+    def play(self, pcm: np.ndarray, sample_rate: int, cancel_echo: bool = True) -> None:
         with self._lock:
             if self._discarded:
                 return

@@ -38,6 +38,8 @@ class VoiceSettings:
     """A finished timer is announced this many times, until the user speaks or types."""
     ring_gap_s: float = 2.0
     """Silence between announcements, listening for the user."""
+    follow_up_s: float = 6.0
+    """With a wake word: after a reply, the next request needs no wake word this long."""
     first_audio_first: bool = True
     """Pause the model while the first sentence is synthesized: on a small machine the two
     compete for the same cores, and the user waits for that first audio."""
@@ -45,6 +47,8 @@ class VoiceSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.echo_tail_ms <= 5000:
             raise ValueError("echo_tail_ms must be between 0 and 5000")
+        if not 0 <= self.follow_up_s <= 600:
+            raise ValueError("follow_up_s must be between 0 and 600 seconds")
         if self.ring_times < 1 or self.ring_gap_s < 0:
             raise ValueError("ring_times must be at least 1 and ring_gap_s not negative")
 

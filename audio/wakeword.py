@@ -1,0 +1,110 @@
+"""The wake word: microWakeWord models (pymicro-wakeword) over 16 kHz mono int16 audio.
+
+The models ship in the `pymicro-wakeword` wheel, so nothing is downloaded. Each 10 ms of
+audio becomes one feature frame; the model scores every third frame, and a word is heard
+when the mean of its last few scores passes the cutoff its author chose. The score stays
+high for a few frames after the word, so one utterance of it counts once (`COOLDOWN_MS`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import numpy as np
+
+from audio.errors import AudioError
+from audio.pcm import require_mono_int16
+
+SAMPLE_RATE = 16000
+COOLDOWN_MS = 1500
+"""After a detection, further detections are ignored this long: the same word again."""
+
+
+class WakeWordError(AudioError):
+    """A wake word cannot be used (unknown name, models missing)."""
+
+
+@dataclass(frozen=True)
+class WakeWord:
+    name: str
+    """What `--wake-word` takes, e.g. okay_nabu."""
+    phrase: str
+    """What to say, e.g. "Okay Nabu"."""
+    languages: tuple[str, ...]
+    cutoff: float
+
+
+@cache
+def wake_words() -> dict[str, WakeWord]:
+    """The wake words the installed models offer, by name."""
+    try:
+        models = resources.files("pymicro_wakeword") / "models"
+    except ModuleNotFoundError as exc:
+        raise WakeWordError("Wake words need the pymicro-wakeword package: "
+                            "pip install pymicro-wakeword.") from exc
+    found = {}
+    for entry in sorted(models.iterdir(), key=lambda item: item.name):
+        if not entry.name.endswith(".json"):
+            continue
+        config = json.loads(entry.read_text(encoding="utf-8"))
+        name = entry.name.removesuffix(".json")
+        found[name] = WakeWord(name, config["wake_word"],
+                               tuple(config.get("trained_languages", [])),
+                               float(config["micro"]["probability_cutoff"]))
+    return found
+
+
+def describe_wake_words() -> str:
+    """One line per wake word: its name, what to say, its languages."""
+    return "\n".join(f"{word.name:<12} say \"{word.phrase}\" ({', '.join(word.languages)})"
+                     for word in wake_words().values())
+
+
+def find_wake_word(name: str) -> WakeWord:
+    """The wake word called `name` (case and dashes forgiven), or an error listing them."""
+    words = wake_words()
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if key not in words:
+        raise WakeWordError(f"there is no wake word {name!r}; choose one of: "
+                            f"{', '.join(words)} (`parley wake-words` lists them)")
+    return words[key]
+
+
+class WakeWordDetector:
+    """Listens for one wake word in a stream of audio fed in chunks of any size."""
+
+    def __init__(self, name: str) -> None:
+        self.word = find_wake_word(name)
+        from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
+
+        self._model = MicroWakeWord.from_builtin(Model(self.word.name))
+        self._features = MicroWakeWordFeatures()
+        self.samples_seen = 0
+        """Samples fed so far: the stream's clock, as in the segmenter."""
+        self._featured = 0
+        """Samples turned into features so far (whole 10 ms steps)."""
+        self._quiet_until = 0
+
+    @property
+    def name(self) -> str:
+        return self.word.name
+
+    def feed(self, pcm: np.ndarray) -> int | None:
+        """Where in `pcm` the wake word was heard (the index just after it), or None."""
+        pcm = require_mono_int16(pcm, "the wake word detector")
+        start = self.samples_seen
+        self.samples_seen += len(pcm)
+        heard: int | None = None
+        step = SAMPLE_RATE // 100
+        for features in self._features.process_streaming(pcm.tobytes()):
+            self._featured += step
+            score = self._model.process_streaming_prob(features)
+            if score is None or score <= self.word.cutoff or self._featured < self._quiet_until:
+                continue
+            self._quiet_until = self._featured + COOLDOWN_MS * SAMPLE_RATE // 1000
+            if heard is None:
+                heard = min(len(pcm), max(0, self._featured - start))
+        return heard
