@@ -22,6 +22,12 @@ import numpy as np
 from audio.pcm import require_mono_int16
 from audio.vad import VAD_FRAME_MS, VAD_SAMPLE_RATES
 
+ECHO_CANCELLED_FLOOR_DBFS = -50.0
+"""The canceller takes the room's noise away with the echo, so webrtcvad hears digital
+silence and then, over it, what is left of an echo: it called a -62 dBFS residual speech,
+and two of three replies stopped themselves (replay, --echo -6). Speech into a microphone
+is -40 to -20 dBFS; only its start must pass the floor, so soft endings stay in."""
+
 
 @dataclass(frozen=True)
 class SegmenterSettings:
@@ -55,6 +61,10 @@ class SegmenterSettings:
 
     start_window_ms: int = 120
     """Window in which `start_speech_ms` of speech must fall."""
+
+    start_floor_dbfs: float = -90.0
+    """Quieter frames never start an utterance (they may go on one). After an echo canceller
+    `ECHO_CANCELLED_FLOOR_DBFS`; by default no floor but webrtcvad's own."""
 
     def __post_init__(self) -> None:
         if self.sample_rate not in VAD_SAMPLE_RATES:
@@ -213,6 +223,8 @@ class Segmenter:
 
             is_speech = WebRtcVad(s.aggressiveness, s.sample_rate).is_speech
         self._is_speech = is_speech
+        self._start_floor = (32768 * 10 ** (s.start_floor_dbfs / 20)) ** 2
+        """Mean square of the quietest frame that may start an utterance."""
         self._n = s.frame_samples
         self._pre_roll = s.frames(s.pre_roll_ms)
         self._end_silence = s.frames(s.end_silence_ms)
@@ -278,6 +290,7 @@ class Segmenter:
         self._clock = end
         speech = bool(self._is_speech(frame.tobytes()))
         if self._start is None:
+            speech = speech and np.mean(frame.astype(np.float64) ** 2) >= self._start_floor
             self._recent.append((start, frame, speech))
             if speech:
                 self._maybe_start(events)

@@ -94,14 +94,15 @@ def load_voice_engines(args: argparse.Namespace, timers: Timers):
     return conversation, load_stt(args), load_tts(args)
 
 
-def segmenter_settings(args: argparse.Namespace):
-    from audio.segmenter import SegmenterSettings
+def segmenter_settings(args: argparse.Namespace, echo_cancelled: bool = False):
+    from audio.segmenter import ECHO_CANCELLED_FLOOR_DBFS, SegmenterSettings
 
+    floor = {"start_floor_dbfs": ECHO_CANCELLED_FLOOR_DBFS} if echo_cancelled else {}
     try:
         return SegmenterSettings(
             aggressiveness=args.vad_aggressiveness, pre_roll_ms=args.pre_roll_ms,
             end_silence_ms=args.end_silence_ms, min_speech_ms=args.min_speech_ms,
-            max_utterance_s=args.max_utterance_s)
+            max_utterance_s=args.max_utterance_s, **floor)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -120,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         from audio.wakeword import find_wake_word
 
         find_wake_word(args.wake_word)  # an unknown name: the list, before anything loads
+        if command == "voice" and args.push_to_talk:
+            raise ConfigError("--wake-word is for hands-free voice; leave out --push-to-talk")
     if command == "voice":
         from assistant.cli.devices import input_device_problem
         from assistant.cli.voice import run_voice

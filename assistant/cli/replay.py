@@ -27,13 +27,14 @@ def run_replay(args: argparse.Namespace) -> int:
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
-    segmenter = Segmenter(segmenter_settings(args))
+    segmenter_settings(args)  # a bad setting is said before the slow loading
     wake_word = wake_word_detector(args)
     far_end = FarEnd()
     room = RoomEcho(args.echo) if args.echo is not None else None
     microphone = microphone_input(args, far_end, lambda line: print(f"parley: {line}",
                                                                    file=sys.stderr), room)
     echo_cancelled = microphone is not None and microphone.canceller is not None
+    segmenter = Segmenter(segmenter_settings(args, echo_cancelled))
     # Nobody is there to say "stop": a timer going off is announced once.
     settings = replace(voice_settings(args, echo_cancelled=echo_cancelled), ring_times=1)
     clock = SkippableClock()

@@ -143,13 +143,13 @@ class Listens:
 
     def _without_wake_word(self, text: str) -> str:
         """The transcript without the wake word, if its end slipped in ahead of the
-        request ("Nabu, what time is it?" → "what time is it?")."""
+        request ("Nabu, what time is it?" → "What time is it?"; "Okay Nabu." → "")."""
         if self.wake_word is None:
             return text
         words = self.wake_word.word.phrase.lower().split()
         tails = [r"\W*".join(map(re.escape, words[index:])) for index in range(len(words))]
         match = re.match(rf"\W*(?:{'|'.join(tails)})\b[\s,.!?]*", text, re.IGNORECASE)
-        if match is None or match.end() == len(text):
+        if match is None:
             return text
         rest = text[match.end():]
         return rest[:1].upper() + rest[1:]

@@ -1,0 +1,153 @@
+"""Echo cancellation: the far end's timeline, the simulated room, WebRTC's AEC3 for real,
+and what happens when it cannot start."""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import time
+
+import numpy as np
+import pytest
+import soxr
+
+from assistant.cli.engines import microphone_input, voice_settings
+from audio import samples
+from audio.echo import (
+    MAX_AHEAD_S,
+    EchoCanceller,
+    EchoCancelUnavailable,
+    FarEnd,
+    MicrophoneInput,
+    RoomEcho,
+)
+from audio.playback import MemorySpeaker
+
+RATE = 16000
+
+
+def level_db(pcm: np.ndarray) -> float:
+    return 10 * np.log10(np.mean(pcm.astype(np.float64) ** 2) + 1e-9)
+
+
+def test_the_far_end_gives_back_what_was_played_in_order_then_silence():
+    far = FarEnd()
+    far.push(np.arange(1, 101, dtype=np.int16), RATE)
+    far.push(np.arange(101, 151, dtype=np.int16), RATE)
+    assert far.pull(120).tolist() == list(range(1, 121))
+    assert far.pull(60).tolist() == list(range(121, 151)) + [0] * 30
+    far.push(np.ones(10, dtype=np.int16), RATE)
+    far.clear()
+    assert not far.pull(10).any()
+
+
+def test_the_far_end_resamples_to_16_khz_and_keeps_at_most_two_seconds():
+    far = FarEnd()
+    far.push(np.full(22050 * 3, 1000, dtype=np.int16), 22050)  # three seconds at Piper's rate
+    held = far.pull(RATE * 4)
+    assert np.count_nonzero(held) == pytest.approx(MAX_AHEAD_S * RATE, abs=RATE * 0.05)
+
+
+def test_the_room_returns_the_far_end_later_and_quieter():
+    room = RoomEcho(gain_db=-6.0, delay_ms=60)
+    far = np.full(RATE, 10000, dtype=np.int16)
+    near = room.add(np.zeros(RATE, dtype=np.int16), far)
+    delay = 60 * RATE // 1000
+    assert not near[:delay].any()
+    assert near[delay:] == pytest.approx(10000 * 10 ** (-6 / 20), abs=1)
+
+
+def parley_speaking() -> np.ndarray:
+    """A reply in Parley's own voice (the real Piper voice), at 16 kHz."""
+    from models.piper_tts import PiperTextToSpeech
+
+    tts = PiperTextToSpeech(None)
+    pcm = np.concatenate(list(tts.synthesize(
+        "Sure. It is a quarter past three, and your tea timer has four minutes left. "
+        "Is there anything else I can do for you?")))
+    return soxr.resample(pcm, tts.sample_rate, RATE).astype(np.int16)
+
+
+@pytest.mark.real
+def test_webrtc_removes_parleys_echo_and_keeps_the_users_voice():
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    reply = parley_speaking()
+    user = samples.librivox()[1].pcm
+    user = np.concatenate([np.zeros(len(reply) - len(user), np.int16), user])  # talks last
+    far_end = FarEnd()
+    microphone = MicrophoneInput(far_end, EchoCanceller(), RoomEcho(gain_db=0.0))
+    cleaned, raw = [], []
+    for start in range(0, len(reply), 480):
+        far_end.push(reply[start:start + 480], RATE)
+        block = user[start:start + 480]
+        cleaned.append(microphone.process(block))
+    cleaned_pcm = np.concatenate(cleaned)
+    room = RoomEcho(gain_db=0.0)
+    raw = room.add(user[:len(reply)], reply)
+    echo_only = slice(RATE, len(reply) - len(samples.librivox()[1].pcm))
+    reduction = level_db(raw[echo_only]) - level_db(cleaned_pcm[echo_only])
+    assert reduction > 20, f"only {reduction:.1f} dB less echo"
+    # Where the user talks over the reply, their voice stands far above what is left of
+    # the echo (AEC3 turns it down while both talk, not off).
+    talk = slice(len(reply) - len(samples.librivox()[1].pcm), len(reply))
+    assert level_db(cleaned_pcm[talk]) > level_db(cleaned_pcm[echo_only]) + 20
+
+
+def test_replay_speaker_feeds_the_far_end_as_it_plays_and_forgets_it_when_stopped():
+    far = FarEnd()
+    speaker = MemorySpeaker(realtime=True, far_end=far)
+    speaker.play(np.full(RATE, 500, dtype=np.int16), RATE)
+    assert far.pull(RATE // 2).all()
+    speaker.play(np.full(RATE, 700, dtype=np.int16), RATE, cancel_echo=False)
+    speaker.stop()
+    assert not far.pull(RATE).any()
+
+
+def test_a_sound_kept_from_the_canceller_holds_its_place_as_silence():
+    far = FarEnd()
+    speaker = MemorySpeaker(realtime=True, far_end=far)
+    speaker.play(np.full(100, 500, dtype=np.int16), RATE, cancel_echo=False)
+    speaker.play(np.full(100, 700, dtype=np.int16), RATE)
+    assert far.pull(200).tolist() == [0] * 100 + [700] * 100
+
+
+def settings(**given) -> argparse.Namespace:
+    values = {"echo_cancel": True, "barge_in": None, "wake_word": None, "echo_tail_ms": 300,
+              "follow_up_s": 6.0}
+    return argparse.Namespace(**{**values, **given})
+
+
+def test_echo_cancellation_turns_barge_in_on_unless_told_not_to():
+    assert voice_settings(settings(), echo_cancelled=True).barge_in is True
+    assert voice_settings(settings(barge_in=False), echo_cancelled=True).barge_in is False
+    assert voice_settings(settings(echo_cancel=False)).barge_in is False
+
+
+def test_when_it_cannot_start_one_line_says_why_and_parley_stays_half_duplex(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_webrtc(name, *args, **kwargs):
+        if name == "pywebrtc_audio":
+            raise ImportError("libwebrtc-audio.so: cannot open shared object file")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_webrtc)
+    with pytest.raises(EchoCancelUnavailable, match="cannot open shared object"):
+        EchoCanceller()
+    said: list[str] = []
+    cleaned = microphone_input(settings(), FarEnd(), said.append)
+    assert cleaned is None
+    assert len(said) == 1 and "half duplex" in said[0] and "shared object" in said[0]
+    assert voice_settings(settings(), echo_cancelled=cleaned is not None).barge_in is False
+
+
+def test_the_canceller_keeps_up_with_the_microphone():
+    """One 30 ms block takes well under its own length (what the CPU share in the
+    benchmark measures); a loose bound so a busy machine does not fail it."""
+    canceller = EchoCanceller()
+    block = (np.random.default_rng(1).normal(0, 3000, 480)).astype(np.int16)
+    started = time.perf_counter()
+    for _ in range(100):
+        canceller.process(block, block)
+    assert (time.perf_counter() - started) / 100 < 0.030
