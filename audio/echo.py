@@ -39,6 +39,8 @@ class FarEnd:
         self._blocks: list[np.ndarray] = []
         self._size = 0
         self._resamplers: dict[int, soxr.ResampleStream] = {}
+        self.pushed = 0
+        """Samples pushed in all (at 16 kHz)."""
 
     def push(self, pcm: np.ndarray, sample_rate: int) -> None:
         """Audio just written to the speaker (int16 mono at `sample_rate`)."""
@@ -54,6 +56,7 @@ class FarEnd:
         with self._lock:
             self._blocks.append(pcm)
             self._size += len(pcm)
+            self.pushed += len(pcm)
             excess = self._size - int(MAX_AHEAD_S * SAMPLE_RATE)
             while excess > 0 and self._blocks:
                 head = self._blocks[0]

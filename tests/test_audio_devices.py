@@ -27,6 +27,7 @@ from audio.devices import (
     load_sounddevice,
     rescan_devices,
 )
+from audio.echo import FarEnd
 from audio.errors import AudioError
 from audio.playback import MemorySpeaker, Speaker
 from tests.fakes import HUNG_S, FakeClock, SteppedClock
@@ -234,6 +235,41 @@ def test_speaker_stop_cuts_a_sentence_short(server: SoundServer, pulse: int) -> 
     assert len(queued) == 0
     assert len(again) / 100 == pytest.approx(0.2, abs=0.04)
     assert first[-1] < again[0]
+
+
+def test_speaker_with_an_echo_canceller_never_stops_its_stream(server: SoundServer,
+                                                               pulse: int) -> None:
+    """Silence flows between replies (each restart moved the echo by tens of ms), and a
+    stop still silences a sentence within the device's buffer."""
+    rate = 22050
+    far = FarEnd()
+    rec = server.record_monitor()
+    speaker = Speaker(pulse, far_end=far)
+    try:
+        speaker.play(tone(0.3, rate), rate)
+        assert speaker.wait(timeout=HUNG_S)
+        before = far.pushed
+        time.sleep(1.0)
+        idle = (far.pushed - before) / MIC_RATE
+        speaker.play(tone(10.0, rate, 660), rate)
+        deadline = time.monotonic() + HUNG_S
+        while speaker.played_seconds < 0.8:
+            assert time.monotonic() < deadline, "the speaker never played 0.8 s"
+            time.sleep(0.01)
+        speaker.stop()
+        assert not speaker.speaking
+        stopped_at = speaker.played_seconds
+        time.sleep(1.0)
+        recorded = wait_for_monitor(rec)
+    finally:
+        rec.stop()
+        speaker.close()
+    assert idle == pytest.approx(1.0, abs=0.3), "no silence flowed between the replies"
+    loud = loud_windows(recorded, MIC_RATE)
+    cut = loud[np.abs(window_pitches(recorded, loud) - 660) < 60]
+    # What was written plays out (the device's buffer is not thrown away), then nothing.
+    assert stopped_at - 0.3 < len(cut) / 100 < stopped_at + 0.3
+    assert stopped_at < 2.0
 
 
 def read_until_lost(mic: Microphone, within: float) -> float:

@@ -477,3 +477,21 @@ def test_closing_waits_for_the_model_step_in_progress():
     threading.Timer(0.3, model.release.set).start()
     assert loop.close() is True
     assert model.finished
+
+
+def test_a_spoken_question_whose_reply_is_cut_short_stays_in_the_conversation(tmp_path):
+    """A spoken turn is answered ahead, on a copy of the conversation; stopping its reply
+    must note what was heard in that copy, which then becomes the conversation (noting it
+    in the conversation itself changed it, and the whole exchange was thrown away)."""
+    model = ScriptedChatModel()
+    model.enqueue("This is a long answer. " * 6, "All right, I stopped.")
+    report, loop, *_ = run_session(
+        tmp_path, model,
+        [{"audio": "hello.wav"}, {"audio": "stop.wav", "during_reply_ms": 1500}],
+        {"hello.wav": clip(1.0, HELLO), "stop.wav": clip(0.8, STOP)},
+        fast=False, realtime=True, barge_in=True)
+    first, second = report["turns"]
+    assert first["interrupted"] and second["heard"] == SCRIPT[STOP]
+    messages = [(m["role"], m["content"]) for m in report["messages"]]
+    assert [role for role, _ in messages] == ["user", "assistant", "user", "assistant"]
+    assert messages[0][1] == SCRIPT[HELLO] and "the user interrupted" in messages[1][1]

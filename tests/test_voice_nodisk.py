@@ -3,9 +3,11 @@ the transcript, the reply and its speech, a typed message and a timer all stay i
 
 from collections.abc import Iterator
 
+import numpy as np
 import pexpect
 import pytest
 
+from audio import espeak
 from tests.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
 from tests.soundserver import SoundServer, running_sound_server
 from tests.test_voice_live import speech, wait_for_history
@@ -19,17 +21,23 @@ def server() -> Iterator[SoundServer]:
         yield srv
 
 
-def test_a_spoken_and_typed_voice_session_writes_nothing_to_disk(server, tmp_path):
+@pytest.mark.parametrize("hands_free", [[], ["--wake-word", "okay_nabu", "--echo-cancel"]],
+                         ids=["plain", "wake-word-and-echo-cancel"])
+def test_a_spoken_and_typed_voice_session_writes_nothing_to_disk(server, tmp_path, hands_free):
+    if hands_free and espeak.missing_reason():
+        pytest.skip(espeak.missing_reason())
     log = tmp_path / "trace"
     command = traced(guarded_parley([
         "voice", "--input-device", "pulse", "--output-device", "pulse", "--ctx", "2048",
-        "--answer-tokens", "40"]), log)
+        "--answer-tokens", "40", *hands_free]), log)
     env = guarded_env(tmp_path, **server.env, TERM="dumb", COLUMNS="200")
     child = pexpect.spawn(command[0], command[1:], env=env, encoding="utf-8", timeout=180,
                           dimensions=(50, 250))
     try:
         child.expect("Parley is listening")
         pcm, _ = speech()
+        if hands_free:  # the wake word first, then the same speech
+            pcm = np.concatenate([espeak.espeak("Okay Nabu."), pcm])
         server.feed(pcm)
         child.expect(r"you: [^\r\n]*young man")
         wait_for_history(child, r"#2 assistant: ")
