@@ -55,11 +55,16 @@ class Microphone:
         device, or a sound-server client that deadlocked, leaves it "active" but silent."""
         self.overflows = 0
         """Blocks dropped because the reader fell behind (the oldest go first)."""
-        self._queue: queue.Queue[bytes] = queue.Queue(maxsize=max(2, queue_ms // block_ms))
+        self._queue: queue.Queue[tuple[bytes, float]] = queue.Queue(
+            maxsize=max(2, queue_ms // block_ms))
         self._stream: Any = None
         self._channels = 1
         self._resampler: soxr.ResampleStream | None = None
         self._pending = np.zeros(0, dtype=np.int16)
+        self._pending_end = 0.0
+        """When the last sample of `_pending` was captured (monotonic)."""
+        self.last_block_end = 0.0
+        """When the last sample of the block `read()` last returned was captured."""
         self._last_audio = 0.0
 
     def start(self) -> None:
@@ -120,7 +125,7 @@ class Microphone:
         # PortAudio's real-time thread: copy, keep the newest audio if the reader lags, return.
         if self._queue.full():
             self._drop_oldest()
-        self._queue.put_nowait(bytes(indata))
+        self._queue.put_nowait((bytes(indata), time.monotonic()))
 
     def _drop_oldest(self) -> None:
         try:
@@ -137,12 +142,15 @@ class Microphone:
             if self._stream is None:
                 raise DeviceLost("The microphone is not open; call reopen() to try again.")
             try:
-                data = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                data, captured = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 self._check_alive()
                 return None
             self._last_audio = time.monotonic()
             self._pending = np.concatenate([self._pending, self._convert(data)])
+            self._pending_end = captured
+        later = len(self._pending) - self.block  # captured after this block's end
+        self.last_block_end = self._pending_end - later / self.sample_rate
         block, self._pending = self._pending[: self.block], self._pending[self.block :]
         return block
 

@@ -5,15 +5,17 @@ microphone: the user, plus Parley's voice coming back from the speakers) and the
 (exactly what was played). It learns the echo path (delay, loudness, the room) from the
 two and returns the near end without the echo, so the user can talk over Parley.
 
-The far end: the speaker pushes every block into a `FarEnd` as it writes it to the
-device, and the microphone's reader pulls as many samples as each block it reads. Both
-run at the sound card's pace, so the far end stays a fixed time ahead of its echo (the
-output and input buffers); AEC3 finds that delay itself.
+The far end: the speaker puts every block it writes on a `FarEnd` timeline at the time it
+will play, and the microphone's reader takes, for each block, what played while it was
+captured. The echo then comes a fixed time after its far end (the sound server's buffers
+and the room); AEC3 finds that delay itself.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 
 import numpy as np
 import soxr
@@ -22,9 +24,12 @@ from audio.errors import AudioError
 from audio.pcm import require_mono_int16
 
 SAMPLE_RATE = 16000
-MAX_AHEAD_S = 2.0
-"""The far end holds at most this much not yet heard; older audio goes first (a reader
-that stalled must not leave the two signals apart for ever)."""
+RING_SECONDS = 8
+"""The far end keeps this much of what was played (a reader can be this late)."""
+RESYNC_S = 0.05
+"""A block further than this from where the last one ended is placed by its time."""
+READER_RESYNC_S = 0.2
+"""The same for the microphone's blocks, whose times come in bunches on a busy machine."""
 
 
 class EchoCancelUnavailable(AudioError):
@@ -32,18 +37,36 @@ class EchoCancelUnavailable(AudioError):
 
 
 class FarEnd:
-    """What Parley plays, at 16 kHz mono, waiting to be matched with the microphone."""
+    """What Parley plays, at 16 kHz mono, on a timeline shared with the microphone.
 
-    def __init__(self) -> None:
+    Position p is the sample playing `p / 16000` s after `epoch` on the monotonic clock.
+    The speaker writes each block where it will play; the microphone's reader asks for the
+    samples that were playing while each block it reads was captured. Matching by time,
+    not by count, keeps the two together when a busy machine makes either thread late: a
+    late reader asks for the right past, and a speaker that came so late that the device
+    ran dry leaves silence where the device played silence.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.epoch = clock()
         self._lock = threading.Lock()
-        self._blocks: list[np.ndarray] = []
-        self._size = 0
+        self._ring = np.zeros(RING_SECONDS * SAMPLE_RATE, dtype=np.int16)
+        self._end = 0
+        """Position just after the last sample written."""
         self._resamplers: dict[int, soxr.ResampleStream] = {}
         self.pushed = 0
         """Samples pushed in all (at 16 kHz)."""
 
-    def push(self, pcm: np.ndarray, sample_rate: int) -> None:
-        """Audio just written to the speaker (int16 mono at `sample_rate`)."""
+    def position_at(self, when: float) -> int:
+        return round((when - self.epoch) * SAMPLE_RATE)
+
+    def push(self, pcm: np.ndarray, sample_rate: int, at: float | None = None) -> None:
+        """A block written to the speaker that starts playing `at` (monotonic; None: now).
+
+        Blocks follow each other sample for sample at the device's pace; only when one
+        starts more than `RESYNC_S` away from where the last ended (the device ran dry, or
+        the stream started) is it placed by its time."""
         pcm = require_mono_int16(pcm, "the far end")
         if sample_rate != SAMPLE_RATE:
             stream = self._resamplers.get(sample_rate)
@@ -51,44 +74,49 @@ class FarEnd:
                 stream = soxr.ResampleStream(sample_rate, SAMPLE_RATE, 1, dtype="int16")
                 self._resamplers[sample_rate] = stream
             pcm = stream.resample_chunk(pcm)
-        if not len(pcm):
-            return
+        start = self.position_at(self.clock() if at is None else at)
         with self._lock:
-            self._blocks.append(pcm)
-            self._size += len(pcm)
+            if abs(start - self._end) <= RESYNC_S * SAMPLE_RATE:
+                start = self._end
+            elif start > self._end:
+                self._zero(self._end, start)  # nothing played meanwhile
+            self._write(start, pcm)
+            self._end = start + len(pcm)
             self.pushed += len(pcm)
-            excess = self._size - int(MAX_AHEAD_S * SAMPLE_RATE)
-            while excess > 0 and self._blocks:
-                head = self._blocks[0]
-                drop = min(excess, len(head))
-                self._blocks[0] = head[drop:]
-                if not len(self._blocks[0]):
-                    self._blocks.pop(0)
-                self._size -= drop
-                excess -= drop
 
-    def pull(self, count: int) -> np.ndarray:
-        """The next `count` samples played (silence where nothing was)."""
+    def pull(self, count: int, end: int) -> np.ndarray:
+        """The `count` samples that played up to position `end` (silence where nothing did,
+        and where it is not known yet)."""
         out = np.zeros(count, dtype=np.int16)
-        filled = 0
+        start = end - count
         with self._lock:
-            while filled < count and self._blocks:
-                head = self._blocks[0]
-                take = min(count - filled, len(head))
-                out[filled:filled + take] = head[:take]
-                filled += take
-                if take == len(head):
-                    self._blocks.pop(0)
-                else:
-                    self._blocks[0] = head[take:]
-            self._size -= filled
+            first = max(start, self._end - len(self._ring))
+            last = min(end, self._end)
+            if first < last:
+                out[first - start:last - start] = self._read(first, last)
         return out
 
     def clear(self) -> None:
-        """Playback stopped: what was queued will never be heard."""
+        """Playback stopped now: what was written to play later never will."""
         with self._lock:
-            self._blocks.clear()
-            self._size = 0
+            now = self.position_at(self.clock())
+            if now < self._end:
+                self._zero(max(now, self._end - len(self._ring)), self._end)
+                self._end = max(now, self._end - len(self._ring))
+
+    def _indices(self, start: int, stop: int) -> np.ndarray:
+        return np.arange(start, stop) % len(self._ring)
+
+    def _write(self, start: int, pcm: np.ndarray) -> None:
+        pcm = pcm[-len(self._ring):]
+        self._ring[self._indices(start + 0, start + len(pcm))] = pcm
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        return self._ring[self._indices(start, stop)]
+
+    def _zero(self, start: int, stop: int) -> None:
+        start = max(start, stop - len(self._ring))
+        self._ring[self._indices(start, stop)] = 0
 
 
 class EchoCanceller:
@@ -141,9 +169,20 @@ class MicrophoneInput:
         self.far_end = far_end
         self.canceller = canceller
         self.room = room
+        self._end: int | None = None
+        """Timeline position of the end of the last block: blocks follow each other."""
 
-    def process(self, pcm: np.ndarray) -> np.ndarray:
-        far = self.far_end.pull(len(pcm))
+    def process(self, pcm: np.ndarray, captured_at: float | None = None) -> np.ndarray:
+        """`pcm`, the microphone block whose last sample was captured `captured_at`
+        (monotonic; None: now), as Parley should hear it."""
+        when = self.far_end.clock() if captured_at is None else captured_at
+        end = self.far_end.position_at(when)
+        if self._end is None or abs(end - (self._end + len(pcm))) > \
+                READER_RESYNC_S * SAMPLE_RATE:
+            self._end = end  # the first block, or the reader's clock jumped: place it anew
+        else:
+            self._end += len(pcm)
+        far = self.far_end.pull(len(pcm), self._end)
         if self.room is not None:
             pcm = self.room.add(pcm, far)
         return self.canceller.process(pcm, far) if self.canceller is not None else pcm

@@ -212,8 +212,15 @@ class Speaker(AudioOutput):
 
     def _write(self, stream: Any, block: np.ndarray, cancel_echo: bool = True) -> None:
         stream.write(np.repeat(block, self._channels) if self._channels > 1 else block)
-        if self.far_end is not None:  # silence in its place keeps the far end in time
-            self.far_end.push(block if cancel_echo else np.zeros_like(block), self._stream_rate)
+        if self.far_end is None:
+            return
+        # It plays once what the device holds before it has played: the buffer's fill now
+        # (late or not, this thread finds it drained by as much as it was late).
+        held = max(0, self._buffer_frames - stream.write_available) - len(block)
+        starts = time.monotonic() + max(0, held) / self._stream_rate
+        # Silence in place of a sound the canceller must not learn keeps it in time too.
+        self.far_end.push(block if cancel_echo else np.zeros_like(block), self._stream_rate,
+                          at=starts)
 
     def _play_chunk(self, pcm: np.ndarray, rate: int, generation: int,
                     cancel_echo: bool = True) -> None:
@@ -356,7 +363,8 @@ class MemorySpeaker(AudioOutput):
             self._items.append(item)
             self._end = max(self._end, start + item.seconds)
         if self.far_end is not None and self.realtime:
-            self.far_end.push(pcm if cancel_echo else np.zeros_like(pcm), sample_rate)
+            self.far_end.push(pcm if cancel_echo else np.zeros_like(pcm), sample_rate,
+                              at=start)
 
     def stop(self) -> None:
         now = self.clock.monotonic()

@@ -23,10 +23,9 @@ from audio.pcm import require_mono_int16
 from audio.vad import VAD_FRAME_MS, VAD_SAMPLE_RATES
 
 ECHO_CANCELLED_FLOOR_DBFS = -50.0
-"""The canceller takes the room's noise away with the echo, so webrtcvad hears digital
-silence and then, over it, what is left of an echo: it called a -62 dBFS residual speech,
-and two of three replies stopped themselves (replay, --echo -6). Speech into a microphone
-is -40 to -20 dBFS; only its start must pass the floor, so soft endings stay in."""
+"""The canceller takes the room's noise with the echo: webrtcvad hears digital silence and
+over it a -62 dBFS residual as speech (2 of 3 replies stopped themselves, replay --echo
+-6). Speech into a microphone is -40 to -20 dBFS; only its start must pass the floor."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,8 @@ class SegmenterSettings:
     """Window in which `start_speech_ms` of speech must fall."""
 
     start_floor_dbfs: float = -90.0
-    """Quieter frames never start an utterance (they may go on one). After an echo canceller
-    `ECHO_CANCELLED_FLOOR_DBFS`; by default no floor but webrtcvad's own."""
+    """Quieter frames never start an utterance (they may go on one): -90 is no floor but
+    webrtcvad's own; after an echo canceller `ECHO_CANCELLED_FLOOR_DBFS`."""
 
     def __post_init__(self) -> None:
         if self.sample_rate not in VAD_SAMPLE_RATES:

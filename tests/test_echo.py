@@ -14,7 +14,7 @@ import soxr
 from assistant.cli.engines import microphone_input, voice_settings
 from audio import samples
 from audio.echo import (
-    MAX_AHEAD_S,
+    RING_SECONDS,
     EchoCanceller,
     EchoCancelUnavailable,
     FarEnd,
@@ -30,22 +30,42 @@ def level_db(pcm: np.ndarray) -> float:
     return 10 * np.log10(np.mean(pcm.astype(np.float64) ** 2) + 1e-9)
 
 
-def test_the_far_end_gives_back_what_was_played_in_order_then_silence():
-    far = FarEnd()
-    far.push(np.arange(1, 101, dtype=np.int16), RATE)
-    far.push(np.arange(101, 151, dtype=np.int16), RATE)
-    assert far.pull(120).tolist() == list(range(1, 121))
-    assert far.pull(60).tolist() == list(range(121, 151)) + [0] * 30
-    far.push(np.ones(10, dtype=np.int16), RATE)
+def test_the_far_end_gives_back_what_played_up_to_a_time_then_silence():
+    now = [0.0]
+    far = FarEnd(clock=lambda: now[0])
+    far.push(np.arange(1, 101, dtype=np.int16), RATE, at=0.0)
+    far.push(np.arange(101, 151, dtype=np.int16), RATE, at=0.0064)  # 2 samples off: follows
+    assert far.pull(120, end=120).tolist() == list(range(1, 121))
+    assert far.pull(60, end=180).tolist() == list(range(121, 151)) + [0] * 30
+    assert far.pull(10, end=5).tolist() == [0] * 5 + list(range(1, 6))  # before it began
+
+
+def test_a_block_that_starts_well_after_the_last_is_placed_by_its_time():
+    far = FarEnd(clock=lambda: 0.0)
+    far.push(np.full(100, 5, dtype=np.int16), RATE, at=0.0)
+    far.push(np.full(100, 7, dtype=np.int16), RATE, at=0.5)  # the device ran dry meanwhile
+    played = far.pull(8100, end=8100)
+    assert played[:100].tolist() == [5] * 100 and not played[100:8000].any()
+    assert played[8000:].tolist() == [7] * 100
+
+
+def test_what_was_to_play_after_a_stop_is_forgotten():
+    now = [0.0]
+    far = FarEnd(clock=lambda: now[0])
+    far.push(np.full(RATE, 9, dtype=np.int16), RATE, at=0.0)
+    now[0] = 0.25
     far.clear()
-    assert not far.pull(10).any()
+    played = far.pull(RATE, end=RATE)
+    assert played[:4000].all() and not played[4000:].any()
 
 
-def test_the_far_end_resamples_to_16_khz_and_keeps_at_most_two_seconds():
-    far = FarEnd()
-    far.push(np.full(22050 * 3, 1000, dtype=np.int16), 22050)  # three seconds at Piper's rate
-    held = far.pull(RATE * 4)
-    assert np.count_nonzero(held) == pytest.approx(MAX_AHEAD_S * RATE, abs=RATE * 0.05)
+def test_the_far_end_resamples_to_16_khz_and_keeps_the_last_seconds():
+    far = FarEnd(clock=lambda: 0.0)
+    far.push(np.full(22050 * 3, 1000, dtype=np.int16), 22050, at=0.0)  # Piper's rate
+    assert np.count_nonzero(far.pull(RATE * 4, end=RATE * 4)) == pytest.approx(
+        3 * RATE, abs=RATE * 0.05)
+    far.push(np.full(RATE * RING_SECONDS, 2, dtype=np.int16), RATE, at=3.0)
+    assert not far.pull(RATE, end=RATE).any()  # too long ago: not kept
 
 
 def test_the_room_returns_the_far_end_later_and_quieter():
@@ -75,13 +95,13 @@ def test_webrtc_removes_parleys_echo_and_keeps_the_users_voice():
     reply = parley_speaking()
     user = samples.librivox()[1].pcm
     user = np.concatenate([np.zeros(len(reply) - len(user), np.int16), user])  # talks last
-    far_end = FarEnd()
+    far_end = FarEnd(clock=lambda: 0.0)
     microphone = MicrophoneInput(far_end, EchoCanceller(), RoomEcho(gain_db=0.0))
     cleaned, raw = [], []
     for start in range(0, len(reply), 480):
-        far_end.push(reply[start:start + 480], RATE)
+        far_end.push(reply[start:start + 480], RATE, at=start / RATE)
         block = user[start:start + 480]
-        cleaned.append(microphone.process(block))
+        cleaned.append(microphone.process(block, captured_at=(start + len(block)) / RATE))
     cleaned_pcm = np.concatenate(cleaned)
     room = RoomEcho(gain_db=0.0)
     raw = room.add(user[:len(reply)], reply)
@@ -94,22 +114,23 @@ def test_webrtc_removes_parleys_echo_and_keeps_the_users_voice():
     assert level_db(cleaned_pcm[talk]) > level_db(cleaned_pcm[echo_only]) + 20
 
 
-def test_replay_speaker_feeds_the_far_end_as_it_plays_and_forgets_it_when_stopped():
+def test_replay_speaker_puts_what_it_plays_on_the_timeline_and_forgets_it_when_stopped():
     far = FarEnd()
     speaker = MemorySpeaker(realtime=True, far_end=far)
+    began = far.position_at(time.monotonic())
     speaker.play(np.full(RATE, 500, dtype=np.int16), RATE)
-    assert far.pull(RATE // 2).all()
     speaker.play(np.full(RATE, 700, dtype=np.int16), RATE, cancel_echo=False)
+    assert far.pull(RATE // 2, end=began + RATE * 3 // 4).all()
     speaker.stop()
-    assert not far.pull(RATE).any()
+    # The first second was still playing: what came after it never will.
+    assert not far.pull(RATE, end=began + 3 * RATE).any()
 
 
 def test_a_sound_kept_from_the_canceller_holds_its_place_as_silence():
-    far = FarEnd()
-    speaker = MemorySpeaker(realtime=True, far_end=far)
-    speaker.play(np.full(100, 500, dtype=np.int16), RATE, cancel_echo=False)
-    speaker.play(np.full(100, 700, dtype=np.int16), RATE)
-    assert far.pull(200).tolist() == [0] * 100 + [700] * 100
+    far = FarEnd(clock=lambda: 0.0)
+    far.push(np.zeros(100, dtype=np.int16), RATE, at=0.0)
+    far.push(np.full(100, 700, dtype=np.int16), RATE, at=100 / RATE)
+    assert far.pull(200, end=200).tolist() == [0] * 100 + [700] * 100
 
 
 def settings(**given) -> argparse.Namespace:

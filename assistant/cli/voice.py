@@ -79,7 +79,8 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
             try:
                 pcm = microphone.read(0.1)
                 if pcm is not None:
-                    loop.feed_audio(cleaned.process(pcm) if cleaned is not None else pcm)
+                    loop.feed_audio(pcm if cleaned is None
+                                    else cleaned.process(pcm, microphone.last_block_end))
             except DeviceLost as exc:
                 console.print(f"! {exc} The conversation is kept; type meanwhile.",
                               style="bold red")

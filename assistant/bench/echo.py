@@ -1,0 +1,216 @@
+"""Echo cancellation benchmark: Parley's own voice coming back from the speakers.
+
+    python -m assistant.bench.echo
+
+Parley's replies (the Piper voice) are played into simulated rooms: a direct echo 60 ms
+later at -6 dB, the same at -12 dB, and a reverberant room (RT60 0.3 s, -6 dB), each with
+room noise at -60 dBFS. Through the real segmenter, Whisper and WebRTC's AEC3, as
+`--echo-cancel` runs them, it prints:
+
+- echo reduction: how much quieter Parley's voice is after the canceller, in dB, over
+  the whole session and after its first 2 s;
+- own words heard: what listening during the replies transcribes of Parley's own voice,
+  without the canceller (a microphone beside the speaker) and with it;
+- barge-in: people talking over a reply at 0 dB (as loud as the echo): heard or not, how
+  soon after they began, and their words' error rate;
+- CPU: the canceller's share of one core.
+
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import time
+
+import numpy as np
+import soxr
+
+from audio import espeak, samples
+from audio.echo import EchoCanceller
+from audio.segmenter import (
+    ECHO_CANCELLED_FLOOR_DBFS,
+    Segmenter,
+    SegmenterSettings,
+    SpeechStarted,
+    Utterance,
+)
+
+RATE = 16000
+BLOCK = 480
+REPLIES = (
+    "It is a quarter past three in the afternoon.",
+    "Sure. I set a timer for ten minutes, and I will tell you when it is done.",
+    "Seven times six is forty two. Is there anything else I can do for you?",
+    "The sea covers most of the planet, and it is home to countless creatures, from tiny "
+    "plankton to the blue whale.",
+    "I found two messages about the billing port. You said it moved to 8443 on Monday.",
+    "Good morning! Today is Saturday, the fifth of December.",
+)
+ROOMS = {"direct -6 dB": (-6.0, False), "direct -12 dB": (-12.0, False),
+         "reverberant -6 dB": (-6.0, True)}
+
+
+def parley_replies() -> list[np.ndarray]:
+    from models.piper_tts import PiperTextToSpeech
+
+    tts = PiperTextToSpeech(None)
+    return [soxr.resample(np.concatenate(list(tts.synthesize(text))), tts.sample_rate,
+                          RATE).astype(np.float64) for text in REPLIES]
+
+
+def room_response(gain_db: float, reverberant: bool) -> np.ndarray:
+    """The room's impulse response: the direct path 60 ms later, and a decaying tail."""
+    response = np.zeros(int(0.06 * RATE) + 1)
+    response[-1] = 1.0
+    if reverberant:
+        rng = np.random.default_rng(5)
+        t = np.arange(int(0.4 * RATE)) / RATE
+        tail = rng.normal(0, 1, len(t)) * np.exp(-6.9 * t / 0.3) * 0.08  # -60 dB at 0.3 s
+        response = np.concatenate([response, tail])
+    return response * 10 ** (gain_db / 20)
+
+
+def through_room(far: np.ndarray, response: np.ndarray, rng) -> np.ndarray:
+    echo = np.convolve(far, response)[:len(far)]
+    return echo + rng.normal(0, 32768 * 10 ** (-60 / 20), len(far))
+
+
+def cancel(near: np.ndarray, far: np.ndarray) -> tuple[np.ndarray, float]:
+    """The canceller over the whole stream in 30 ms blocks; (clean, CPU seconds)."""
+    canceller = EchoCanceller()
+    near16 = np.clip(near, -32768, 32767).astype(np.int16)
+    far16 = np.clip(far, -32768, 32767).astype(np.int16)
+    out = np.empty_like(near16)
+    started = time.process_time()
+    for i in range(0, len(near16) - BLOCK + 1, BLOCK):
+        out[i:i + BLOCK] = canceller.process(near16[i:i + BLOCK], far16[i:i + BLOCK])
+    return out[:len(near16) // BLOCK * BLOCK], time.process_time() - started
+
+
+def level(pcm: np.ndarray) -> float:
+    return 10 * np.log10(np.mean(np.asarray(pcm, np.float64) ** 2) + 1e-9)
+
+
+def utterances(pcm: np.ndarray, floor: bool) -> list[Utterance | SpeechStarted]:
+    settings = SegmenterSettings(start_floor_dbfs=ECHO_CANCELLED_FLOOR_DBFS) if floor \
+        else SegmenterSettings()
+    segmenter = Segmenter(settings)
+    pcm = np.clip(pcm, -32768, 32767).astype(np.int16)
+    events = []
+    for i in range(0, len(pcm), BLOCK):
+        events += [e for e in segmenter.feed(pcm[i:i + BLOCK])
+                   if isinstance(e, Utterance | SpeechStarted)]
+    end = segmenter.flush()
+    return events + ([end] if end is not None else [])
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def own_voice(replies, stt) -> None:
+    gap = np.zeros(int(1.5 * RATE))
+    far = np.concatenate([part for reply in replies for part in (reply, gap)])
+    active = np.array([level(far[i:i + BLOCK]) > 40 for i in range(0, len(far) - BLOCK + 1,
+                                                                     BLOCK)])
+    print(f"\nParley's voice: {len(replies)} replies, {len(far) / RATE:.0f} s, played into "
+          "each room (and listened to all the while)")
+    print(f"  {'room':<20}{'reduction':>10}{'after 2 s':>11}{'words heard, without':>23}"
+          f"{'with':>7}{'CPU':>8}")
+    for name, (gain, reverberant) in ROOMS.items():
+        rng = np.random.default_rng(1)
+        near = through_room(far, room_response(gain, reverberant), rng)
+        clean, cpu = cancel(near, far)
+        blocks = np.arange(len(clean) // BLOCK)
+        mask = np.repeat(active[:len(blocks)], BLOCK)
+        settled = mask & (np.arange(len(clean)) > 2 * RATE)
+        reduction = level(near[:len(clean)][mask]) - level(clean[mask])
+        steady = level(near[:len(clean)][settled]) - level(clean[settled])
+        heard = {}
+        for label, pcm, floor in (("without", near, False), ("with", clean, True)):
+            said = [stt.transcribe(u.speech_pcm).text for u in utterances(pcm, floor)
+                    if isinstance(u, Utterance)]
+            heard[label] = sum(len(words(text)) for text in said)
+        print(f"  {name:<20}{reduction:>8.1f} dB{steady:>8.1f} dB{heard['without']:>16} words"
+              f"{heard['with']:>7}{100 * cpu / (len(clean) / RATE):>7.2f}%")
+    print(f"  ({sum(len(words(t)) for t in REPLIES)} words were spoken in all)")
+
+
+def talkers() -> list[tuple[np.ndarray, str]]:
+    people = [(s.pcm.astype(np.float64), s.transcript) for s in samples.librivox()]
+    for text in ("What time is it?", "Stop, that is enough.", "Set a timer for five minutes."):
+        people.append((espeak.espeak(text).astype(np.float64), text))
+    return people
+
+
+def barge_in(replies, stt) -> None:
+    import jiwer
+
+    people = talkers()
+    warm_up = replies[0]  # the canceller has heard one reply before anyone talks over one
+    print(f"\nBarge-in: {len(people)} people (LibriVox and espeak-ng) talking over a reply, "
+          "1 s into it, as loud as its echo")
+    print(f"  {'room':<20}{'':<9}{'heard':>7}{'too early':>11}{'after (ms)':>12}"
+          f"{'word errors':>13}")
+    for name, (gain, reverberant) in ROOMS.items():
+        response = room_response(gain, reverberant)
+        for label in ("without", "with"):
+            heard = early = 0
+            delays, errors = [], []
+            for index, (voice, text) in enumerate(people):
+                reply = replies[1 + index % (len(replies) - 1)]
+                gap = np.zeros(RATE)
+                far = np.concatenate([warm_up, gap, reply, gap, gap, gap])
+                rng = np.random.default_rng(index)
+                echo = through_room(far, response, rng)
+                onset = len(warm_up) + len(gap) + RATE
+                speech = echo[len(warm_up) + len(gap):][:len(reply)]
+                loudness = np.sqrt(np.mean(speech[np.abs(speech) > 300] ** 2))
+                voice = voice * loudness / np.sqrt(np.mean(voice[np.abs(voice) > 300] ** 2))
+                near = echo.copy()
+                near[onset:onset + len(voice)] += voice[:len(near) - onset]
+                pcm = cancel(near, far)[0] if label == "with" else near
+                events = utterances(pcm[len(warm_up):], floor=label == "with")
+                starts = [e.sample + len(warm_up) for e in events
+                          if isinstance(e, SpeechStarted)]
+                early += any(start < onset - RATE // 10 for start in starts)
+                after = [start for start in starts if start >= onset - RATE // 10]
+                if after:
+                    heard += 1
+                    delays.append((after[0] - onset) * 1000 / RATE)
+                    said = " ".join(stt.transcribe(u.speech_pcm).text for u in events
+                                    if isinstance(u, Utterance)
+                                    and u.sample + len(u.pcm) + len(warm_up) > onset)
+                    errors.append(min(1.0, jiwer.wer(" ".join(words(text)),
+                                                     " ".join(words(said)) or "-")))
+            delay = f"{statistics.median(delays):.0f}" if delays else "-"
+            error = f"{100 * statistics.mean(errors):.0f}%" if errors else "-"
+            print(f"  {name if label == 'without' else '':<20}{label:<9}"
+                  f"{heard:>4}/{len(people)}{early:>8}/{len(people)}{delay:>12}{error:>13}")
+    print("  too early: speech was detected before the person began (Parley's own voice)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m assistant.bench.echo",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=("own-voice", "barge-in"))
+    args = parser.parse_args(argv)
+    missing = espeak.missing_reason() or (None if samples.available()
+                                          else samples.missing_reason())
+    if missing:
+        raise SystemExit(f"bench: {missing}")
+    from models.whisper_stt import WhisperSpeechToText
+
+    stt = WhisperSpeechToText(None)
+    replies = parley_replies()
+    if args.only in (None, "own-voice"):
+        own_voice(replies, stt)
+    if args.only in (None, "barge-in"):
+        barge_in(replies, stt)
+
+
+if __name__ == "__main__":
+    main()
