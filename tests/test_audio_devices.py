@@ -29,7 +29,8 @@ from audio.devices import (
 )
 from audio.echo import FarEnd
 from audio.errors import AudioError
-from audio.playback import MemorySpeaker, Speaker
+from audio.memory_out import MemorySpeaker
+from audio.playback import Speaker
 from tests.fakes import HUNG_S, FakeClock, SteppedClock
 from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
 

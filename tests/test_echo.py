@@ -21,7 +21,7 @@ from audio.echo import (
     MicrophoneInput,
     RoomEcho,
 )
-from audio.playback import MemorySpeaker
+from audio.memory_out import MemorySpeaker
 
 RATE = 16000
 

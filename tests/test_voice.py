@@ -12,7 +12,7 @@ from assistant.voice.loop import VoiceLoop
 from assistant.voice.replay import SessionError, load_session, replay, session_json
 from assistant.voice.turns import VoiceSettings
 from audio.files import write_wav
-from audio.playback import MemorySpeaker
+from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter, SegmenterSettings
 from tests.fakes import (
     HUNG_S,

@@ -19,7 +19,7 @@ import pytest
 from assistant.cli.main import main
 from assistant.tools import RESULT_CUT_NOTE as CUT_NOTE
 from assistant.voice.loop import VoiceLoop
-from audio.playback import MemorySpeaker
+from audio.memory_out import MemorySpeaker
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 

@@ -12,7 +12,7 @@ from assistant.timers import Timers
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
-from audio.playback import MemorySpeaker
+from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from tests.fakes import (
     MicrophoneClock,

@@ -11,7 +11,7 @@ from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio.chime import chime
-from audio.playback import MemorySpeaker
+from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 

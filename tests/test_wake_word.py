@@ -16,7 +16,7 @@ from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio import espeak, samples
-from audio.playback import MemorySpeaker
+from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import WakeWordDetector, WakeWordError, find_wake_word, wake_words
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike

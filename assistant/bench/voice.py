@@ -201,7 +201,7 @@ def replay_loop(conversation, engines, settings=None):
     """A voice loop on `engines` for a benchmark's replay of `conversation`."""
     from assistant.voice.loop import VoiceLoop
     from assistant.voice.turns import VoiceSettings
-    from audio.playback import MemorySpeaker
+    from audio.memory_out import MemorySpeaker
     from audio.segmenter import Segmenter
 
     _, stt, tts = engines

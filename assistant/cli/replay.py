@@ -22,7 +22,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from assistant.voice.loop import VoiceLoop
     from assistant.voice.replay import SkippableClock, load_session, replay, session_json
     from audio.echo import FarEnd, RoomEcho
-    from audio.playback import MemorySpeaker
+    from audio.memory_out import MemorySpeaker
     from audio.segmenter import Segmenter
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
