@@ -85,29 +85,6 @@ class FifoFeeder:
         """Suspend (or resume) `mic`: its streams stay connected but get no audio."""
         self.pactl("suspend-source", "mic", "1" if suspended else "0")
 
-    def route_speaker_into_mic(self, gain_db: float, delay_ms: int) -> None:
-        """A room: what is played on `spk` comes back into the microphone `delay_ms` later
-        at `gain_db`, mixed with what is fed. The default source becomes `room_mic`: the
-        null sink `room` (fed by `mic` and by `spk.monitor`) seen as a microphone."""
-        self.pactl("load-module", "module-null-sink", "sink_name=room",
-                   f"rate={MIC_RATE}", "channels=1")
-        self.pactl("load-module", "module-loopback", "source=mic", "sink=room",
-                   "latency_msec=20", "source_dont_move=true", "sink_dont_move=true")
-        echo = self.pactl("load-module", "module-loopback", "source=spk.monitor", "sink=room",
-                          f"latency_msec={delay_ms}", "source_dont_move=true",
-                          "sink_dont_move=true").strip()
-        self.pactl("set-sink-input-volume", self._sink_input_of(echo), f"{gain_db:+g}dB")
-        self.pactl("load-module", "module-remap-source", "source_name=room_mic",
-                   "master=room.monitor", f"rate={MIC_RATE}", "channels=1")
-        self.pactl("set-default-source", "room_mic")
-
-    def _sink_input_of(self, module: str) -> str:
-        for block in self.pactl("list", "sink-inputs").split("\n\n"):
-            lines = [line.strip() for line in block.splitlines()]
-            if f"Owner Module: {module}" in lines:
-                return lines[0].split("#")[1]
-        raise SoundServerError(f"no sink input of module {module}")
-
     def feed(self, samples: np.ndarray) -> None:
         """Queue int16 mono samples at 16 kHz to be "spoken" into the microphone."""
         samples = np.asarray(samples)
