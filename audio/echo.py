@@ -108,8 +108,8 @@ class FarEnd:
         return np.arange(start, stop) % len(self._ring)
 
     def _write(self, start: int, pcm: np.ndarray) -> None:
-        pcm = pcm[-len(self._ring):]
-        self._ring[self._indices(start + 0, start + len(pcm))] = pcm
+        skip = max(0, len(pcm) - len(self._ring))  # only the ring's length is kept
+        self._ring[self._indices(start + skip, start + len(pcm))] = pcm[skip:]
 
     def _read(self, start: int, stop: int) -> np.ndarray:
         return self._ring[self._indices(start, stop)]

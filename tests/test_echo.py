@@ -68,6 +68,13 @@ def test_the_far_end_resamples_to_16_khz_and_keeps_the_last_seconds():
     assert not far.pull(RATE, end=RATE).any()  # too long ago: not kept
 
 
+def test_a_block_longer_than_the_ring_keeps_its_last_seconds_where_they_play():
+    far = FarEnd(clock=lambda: 0.0)
+    block = (np.arange((RING_SECONDS + 1) * RATE) % 30000).astype(np.int16)
+    far.push(block, RATE, at=0.0)
+    assert far.pull(RATE, end=len(block)).tolist() == block[-RATE:].tolist()
+
+
 def test_the_room_returns_the_far_end_later_and_quieter():
     room = RoomEcho(gain_db=-6.0, delay_ms=60)
     far = np.full(RATE, 10000, dtype=np.int16)
