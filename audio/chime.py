@@ -35,4 +35,3 @@ def wake_chime(sample_rate: int) -> np.ndarray:
     envelope = np.minimum(1.0, t / 0.005) * np.exp(-t * 30.0)
     sound = np.sin(2 * np.pi * WAKE_NOTE_HZ * t) * envelope * LEVEL * 0.6
     return (sound * 32767).astype(np.int16)
-

@@ -52,8 +52,8 @@ class MemorySpeaker(AudioOutput):
                  keep_chunks: bool = True, far_end: FarEnd | None = None) -> None:
         self.realtime = realtime
         self.far_end = far_end
-        """With `realtime`, gets each chunk as it is queued: played back to back, it
-        comes out of the far end at the pace it plays (replay's simulated echo)."""
+        """With `realtime`, gets each chunk with the time it starts playing (replay's
+        simulated echo)."""
         self.clock = clock
         self.keep_chunks = keep_chunks
         self._let_go = 0.0

@@ -90,7 +90,7 @@ class Speaker(AudioOutput):
     ) -> None:
         self.device = device
         self.far_end = far_end
-        """Gets every block as it is written, for the echo canceller."""
+        """Gets every block with the time it will play, for the echo canceller."""
         self.block_ms = block_ms
         self.latency = latency
         """Device buffer in seconds: more survives CPU contention, less stops sooner."""

@@ -112,8 +112,6 @@ def voice_settings(args: argparse.Namespace, push_to_talk: bool = False,
     """How the loop listens; barge-in is on by default when the echo is cancelled."""
     from assistant.voice.turns import VoiceSettings
 
-    if args.wake_word and push_to_talk:
-        raise ConfigError("--wake-word is for hands-free voice; leave out --push-to-talk")
     barge_in = echo_cancelled if args.barge_in is None else args.barge_in
     try:
         return VoiceSettings(push_to_talk=push_to_talk, barge_in=barge_in,

@@ -27,7 +27,6 @@ def run_replay(args: argparse.Namespace) -> int:
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
-    segmenter_settings(args)  # a bad setting is said before the slow loading
     wake_word = wake_word_detector(args)
     far_end = FarEnd()
     room = RoomEcho(args.echo) if args.echo is not None else None

@@ -52,8 +52,6 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     # A bad setting, model or device raises one of USER_ERRORS: main() shows it in a line.
     input_device = find_device(device(args.input_device), "input")
     output_device = find_device(device(args.output_device), "output")
-    segmenter_settings(args)  # a bad setting is said before the slow loading
-    voice_settings(args, push_to_talk)
     wake_word = wake_word_detector(args)
     far_end = FarEnd()
     cleaned = microphone_input(args, far_end, lambda line: console.print(f"! {line}",

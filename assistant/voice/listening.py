@@ -27,11 +27,11 @@ from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turns import TurnRecord
 from audio.chime import wake_chime
 from audio.segmenter import SpeechStarted
-from audio.wakeword import WakeWordDetector
+from audio.wakeword import SAMPLE_RATE, WakeWordDetector
 
 log = logging.getLogger(__name__)
 
-LOOKBACK_SAMPLES = 16000 * 120 // 1000
+LOOKBACK_SAMPLES = SAMPLE_RATE * 120 // 1000
 """The request is listened to from 120 ms before the wake word was detected; measured on
 18 requests in six voices, clean, 100 ms lost no word and took none of the wake word,
 200 ms took part of it in two."""
@@ -76,7 +76,7 @@ class Listens:
         self.interrupt()
         record = self._current
         if record is not None:
-            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / 16000
+            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / SAMPLE_RATE
             record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
             record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
 
@@ -104,7 +104,7 @@ class Listens:
         while sum(map(len, recent)) - len(recent[0]) >= LOOKBACK_SAMPLES:
             recent.popleft()
         if heard is not None:
-            self._woke(detector, (start + heard) / 16000)
+            self._woke(detector, (start + heard) / SAMPLE_RATE)
             # From a little before the detection: the model takes its time to be sure, and
             # over noise or Parley's voice the first word of the request had begun.
             before = np.concatenate(list(recent))

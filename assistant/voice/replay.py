@@ -164,6 +164,13 @@ class _Input:
             time.sleep(max(0.0, started + fed / SAMPLE_RATE - time.monotonic()))
             self.feed(silence)
 
+    def wait(self, seconds: float) -> None:
+        """Let `seconds` pass (the microphone, if simulated, going on meanwhile)."""
+        if self.microphone is None:
+            time.sleep(seconds)
+        else:
+            self.until(lambda: False, seconds)
+
     def until_idle(self, timeout_s: float) -> None:
         """Until every turn is answered and its echo has died away."""
         if self.microphone is None:
@@ -193,7 +200,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
             if fast and skip is not None:
                 skip(turn.wait_s)
             else:
-                source.until(lambda: False, turn.wait_s)
+                source.wait(turn.wait_s)
             continue
         replies = [record for record in loop.records if record.source != "wake"]
         if turn.during_reply_ms is not None and replies:
