@@ -18,7 +18,13 @@ from assistant.voice.turns import VoiceSettings
 from audio import espeak, samples
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from audio.wakeword import WakeWordDetector, WakeWordError, find_wake_word, wake_words
+from audio.wakeword import (
+    OVER_OWN_VOICE_CUTOFF,
+    WakeWordDetector,
+    WakeWordError,
+    find_wake_word,
+    wake_words,
+)
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike
 
 RATE = 16000
@@ -41,11 +47,12 @@ def silence(seconds: float) -> np.ndarray:
     return np.zeros(int(seconds * RATE), dtype=np.int16)
 
 
-def detections(detector: WakeWordDetector, pcm: np.ndarray) -> list[float]:
+def detections(detector: WakeWordDetector, pcm: np.ndarray,
+               speaking: bool = False) -> list[float]:
     """Where (seconds) the detector heard its word, fed 30 ms at a time as live audio is."""
     found = []
     for start in range(0, len(pcm), 480):
-        heard = detector.feed(pcm[start:start + 480])
+        heard = detector.feed(pcm[start:start + 480], speaking)
         if heard is not None:
             found.append((start + heard) / RATE)
     return found
@@ -75,6 +82,16 @@ def test_the_wake_word_is_heard_once_where_it_ends(voice):
     assert len(found) == 1, found
     # After "okay nabu" (about 1 s of speech), well before the end of the question.
     assert 1.5 < found[0] < 1 + len(said) / RATE - 0.5, found
+
+
+def test_while_parley_speaks_the_detector_uses_its_speaking_cutoff(okay_nabu):
+    clip = np.concatenate([silence(0.5), okay_nabu, silence(0.5)])
+    assert len(detections(WakeWordDetector("okay_nabu"), clip, speaking=True)) == 1
+    # No score passes 1.0: with it, nothing is heard while speaking, and all is otherwise.
+    strict = WakeWordDetector("okay_nabu", speaking_cutoff=1.0)
+    assert detections(strict, clip, speaking=True) == []
+    assert len(detections(strict, clip)) == 1
+    assert OVER_OWN_VOICE_CUTOFF < find_wake_word("okay_nabu").cutoff
 
 
 def test_speech_without_the_wake_word_never_wakes_it():
@@ -170,6 +187,47 @@ def test_the_wake_word_stops_parley_mid_reply_and_other_speech_does_not(okay_nab
     finally:
         loop.close()
     assert events_of(loop, Interrupted) and events_of(loop, Wake)
+
+
+class ListeningDetector(WakeWordDetector):
+    """The real detector, noting for each block whether Parley was speaking over it, and
+    the block where it heard its word."""
+
+    def __init__(self) -> None:
+        super().__init__("okay_nabu", speaking_cutoff=OVER_OWN_VOICE_CUTOFF)
+        self.speaking: list[bool] = []
+        self.heard_in: int | None = None
+
+    def feed(self, pcm: np.ndarray, speaking: bool = False) -> int | None:
+        self.speaking.append(speaking)
+        heard = super().feed(pcm, speaking)
+        if heard is not None and self.heard_in is None:
+            self.heard_in = len(self.speaking) - 1
+        return heard
+
+
+def test_the_loop_tells_the_detector_when_parley_speaks(okay_nabu):
+    model = ScriptedChatModel()
+    model.enqueue("This is a long answer that goes on about many things. " * 2)
+    loop, _ = make_loop(model, realtime=True)
+    loop.wake_word = detector = ListeningDetector()
+    try:
+        feed(loop, silence(0.3))
+        before = len(detector.speaking)
+        loop.submit_text("Tell me everything.")
+        deadline = time.monotonic() + 10
+        while not loop.output.speaking and time.monotonic() < deadline:
+            time.sleep(0.01)
+        speaking_from = len(detector.speaking)
+        # The wake word stops the reply; the chime that follows is not Parley speaking.
+        feed(loop, np.concatenate([silence(0.3), okay_nabu, silence(0.5)]))
+        loop.wait_idle(10)
+    finally:
+        loop.close()
+    assert detector.heard_in is not None and events_of(loop, Interrupted)
+    assert not any(detector.speaking[:before])
+    assert all(detector.speaking[speaking_from:detector.heard_in + 1])
+    assert not any(detector.speaking[detector.heard_in + 1:])
 
 
 def test_the_wake_word_stops_a_ringing_timer(okay_nabu):

@@ -12,7 +12,12 @@ room noise at -60 dBFS. Through the real segmenter, Whisper and WebRTC's AEC3, a
 - own words heard: what listening during the replies transcribes of Parley's own voice,
   without the canceller (a microphone beside the speaker) and with it;
 - barge-in: people talking over a reply at 0 dB (as loud as the echo): heard or not, how
-  soon after they began, and their words' error rate;
+  soon after they began the reply stops (once 250 ms of their speech is heard, as in
+  Parley), and their words' error rate;
+- the wake word over Parley's voice: "Okay Nabu." said 1 s into a reply, as loud as its
+  echo and 6 dB louder, heard at okay_nabu's own cutoff and at the one Parley uses while
+  it speaks with the canceller on; and the highest score Parley's cancelled voice alone
+  reaches;
 - CPU: the canceller's share of one core.
 
 Figures are printed, never asserted.
@@ -24,6 +29,7 @@ import argparse
 import re
 import statistics
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import soxr
@@ -34,9 +40,9 @@ from audio.segmenter import (
     ECHO_CANCELLED_FLOOR_DBFS,
     Segmenter,
     SegmenterSettings,
-    SpeechStarted,
     Utterance,
 )
+from audio.wakeword import OVER_OWN_VOICE_CUTOFF, find_wake_word
 
 RATE = 16000
 BLOCK = 480
@@ -94,15 +100,26 @@ def level(pcm: np.ndarray) -> float:
     return 10 * np.log10(np.mean(np.asarray(pcm, np.float64) ** 2) + 1e-9)
 
 
-def utterances(pcm: np.ndarray, floor: bool) -> list[Utterance | SpeechStarted]:
+@dataclass(frozen=True)
+class StopsReply:
+    """Where speech became long enough to stop a reply (as Parley's barge-in decides)."""
+
+    sample: int
+
+
+def utterances(pcm: np.ndarray, floor: bool) -> list[Utterance | StopsReply]:
     settings = SegmenterSettings(start_floor_dbfs=ECHO_CANCELLED_FLOOR_DBFS) if floor \
         else SegmenterSettings()
     segmenter = Segmenter(settings)
     pcm = np.clip(pcm, -32768, 32767).astype(np.int16)
-    events = []
+    events: list[Utterance | StopsReply] = []
+    enough = False
     for i in range(0, len(pcm), BLOCK):
-        events += [e for e in segmenter.feed(pcm[i:i + BLOCK])
-                   if isinstance(e, Utterance | SpeechStarted)]
+        heard = [e for e in segmenter.feed(pcm[i:i + BLOCK]) if isinstance(e, Utterance)]
+        if not enough and (heard or segmenter.speech_enough):
+            events.append(StopsReply(i + BLOCK))
+        enough = segmenter.speech_enough
+        events += heard
     end = segmenter.flush()
     return events + ([end] if end is not None else [])
 
@@ -152,7 +169,7 @@ def barge_in(replies, stt) -> None:
     people = talkers()
     warm_up = replies[0]  # the canceller has heard one reply before anyone talks over one
     print(f"\nBarge-in: {len(people)} people (LibriVox and espeak-ng) talking over a reply, "
-          "1 s into it, as loud as its echo; the reply stops where they are heard")
+          "1 s into it, as loud as its echo; the reply stops once 250 ms of speech is heard")
     print(f"  {'room':<20}{'':<9}{'heard':>7}{'too early':>11}{'after (ms)':>12}"
           f"{'word errors':>13}")
     clean_errors = [min(1.0, jiwer.wer(" ".join(words(text)), " ".join(
@@ -172,8 +189,7 @@ def barge_in(replies, stt) -> None:
                 loudness *= 10 ** (gain / 20)
                 voice = voice * loudness / np.sqrt(np.mean(voice[np.abs(voice) > 300] ** 2))
                 first = listen(far, voice, onset, response, label, index, len(warm_up))
-                starts = [e.sample + len(warm_up) for e in first
-                          if isinstance(e, SpeechStarted)]
+                starts = [e.sample + len(warm_up) for e in first if isinstance(e, StopsReply)]
                 early += any(start < onset - RATE // 10 for start in starts)
                 after = [start for start in starts if start >= onset - RATE // 10]
                 if not after:
@@ -208,10 +224,57 @@ def listen(far, voice, onset, response, label, seed, skip):
     return utterances(pcm[skip:], floor=label == "with")
 
 
+def wake_word_over_voice(replies) -> None:
+    from assistant.bench.wake import SPEEDS, piper_clips
+
+    clips = [espeak.espeak("Okay Nabu.", voice, speed).astype(np.float64)
+             for voice in espeak.VOICES for speed in SPEEDS]
+    clips += [clip.astype(np.float64) for clip in piper_clips(["Okay Nabu."])]
+    own = find_wake_word("okay_nabu").cutoff
+    print(f"\nThe wake word over Parley's voice: \"Okay Nabu.\" in {len(clips)} voices and "
+          "speeds, 1 s into a reply, through the canceller")
+    print(f"  {'room':<20}{'louder':>7}{f'cutoff {own:g}':>12}"
+          f"{f'{OVER_OWN_VOICE_CUTOFF:g}':>8}{'echo alone':>12}")
+    for name, (gain, reverberant) in ROOMS.items():
+        response = room_response(gain, reverberant)
+        for louder in (0, 6):
+            best, alone = [], 0.0
+            for index, voice in enumerate(clips):
+                reply = np.concatenate([replies[1 + index % 5], replies[1 + (index + 1) % 5]])
+                lead = len(replies[0]) + RATE
+                onset = lead + RATE
+                far = np.concatenate([replies[0], np.zeros(RATE), reply, np.zeros(2 * RATE)])
+                speech = far[lead:lead + len(reply)]
+                loudness = np.sqrt(np.mean(speech[np.abs(speech) > 300] ** 2))
+                loudness *= 10 ** ((gain + louder) / 20)
+                voice = voice * loudness / np.sqrt(np.mean(voice[np.abs(voice) > 300] ** 2))
+                echo = through_room(far, response, np.random.default_rng(index))
+                near = echo.copy()
+                near[onset:onset + len(voice)] += voice
+                scores = wake_scores(cancel(near, far)[0])
+                best.append(scores[onset // 160:(onset + len(voice) + RATE) // 160].max())
+                alone = max(alone, wake_scores(cancel(echo, far)[0]).max())
+            best_scores = np.array(best)
+            print(f"  {name if louder == 0 else '':<20}{f'+{louder} dB':>7}"
+                  f"{f'{np.sum(best_scores > own)}/{len(clips)}':>12}"
+                  f"{f'{np.sum(best_scores > OVER_OWN_VOICE_CUTOFF)}/{len(clips)}':>8}"
+                  f"{alone:>12.3f}")
+
+
+def wake_scores(pcm: np.ndarray) -> np.ndarray:
+    """okay_nabu's score for every 10 ms of `pcm` (what the detector compares with its
+    cutoff)."""
+    from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
+
+    model = MicroWakeWord.from_builtin(Model("okay_nabu"))
+    features = MicroWakeWordFeatures().process_streaming(pcm.astype(np.int16).tobytes())
+    return np.array([model.process_streaming_prob(frame) or 0.0 for frame in features])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m assistant.bench.echo",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("own-voice", "barge-in"))
+    parser.add_argument("--only", choices=("own-voice", "barge-in", "wake-word"))
     args = parser.parse_args(argv)
     missing = espeak.missing_reason() or (None if samples.available()
                                           else samples.missing_reason())
@@ -225,6 +288,8 @@ def main(argv: list[str] | None = None) -> None:
         own_voice(replies, stt)
     if args.only in (None, "barge-in"):
         barge_in(replies, stt)
+    if args.only in (None, "wake-word"):
+        wake_word_over_voice(replies)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import numpy as np
 import soxr
 
 from audio import espeak, samples
-from audio.wakeword import WakeWordDetector, wake_words
+from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector, wake_words
 
 RATE = 16000
 SPEEDS = (130, 160, 190)
@@ -88,10 +88,10 @@ def positives(phrase: str) -> Iterator[tuple[str, np.ndarray]]:
         yield "piper", np.concatenate([pad, clip, pad])
 
 
-def heard_at(detector: WakeWordDetector, pcm: np.ndarray) -> list[int]:
+def heard_at(detector: WakeWordDetector, pcm: np.ndarray, speaking: bool = False) -> list[int]:
     found = []
     for start in range(0, len(pcm), 480):
-        where = detector.feed(pcm[start:start + 480])
+        where = detector.feed(pcm[start:start + 480], speaking)
         if where is not None:
             found.append(start + where)
     return found
@@ -137,20 +137,26 @@ def false_wakes(names: list[str], hours: float) -> None:
           f"min), looped with gains from -12 to +6 dB to {hours:g} h")
     for name in names:
         detector = WakeWordDetector(name)
+        # The same audio heard while Parley speaks with its voice cancelled.
+        speaking = WakeWordDetector(name, OVER_OWN_VOICE_CUTOFF)
         rng = np.random.default_rng(11)
-        fed = wakes = 0
+        fed = wakes = speaking_wakes = 0
         gap = np.zeros(RATE // 4, dtype=np.int16)
-        started = time.process_time()
+        cpu = 0.0
         while fed < hours * 3600 * RATE:
             clip = clips[int(rng.integers(len(clips)))]
             gain = 10 ** (rng.uniform(-12, 6) / 20)
-            pcm = np.clip(clip * gain, -32768, 32767).astype(np.int16)
-            wakes += len(heard_at(detector, np.concatenate([pcm, gap])))
-            fed += len(pcm) + len(gap)
-        cpu = time.process_time() - started
-        audio_s = fed / RATE
-        print(f"  {name:<12} {wakes} false wake(s) in {audio_s / 3600:.2f} h "
-              f"({wakes / (audio_s / 3600):.2f}/h); CPU {100 * cpu / audio_s:.2f}% of a core")
+            pcm = np.concatenate([np.clip(clip * gain, -32768, 32767).astype(np.int16), gap])
+            started = time.process_time()
+            wakes += len(heard_at(detector, pcm))
+            cpu += time.process_time() - started
+            speaking_wakes += len(heard_at(speaking, pcm, speaking=True))
+            fed += len(pcm)
+        hours_fed = fed / RATE / 3600
+        print(f"  {name:<12} {wakes} false wake(s) in {hours_fed:.2f} h "
+              f"({wakes / hours_fed:.2f}/h); CPU {100 * cpu / (fed / RATE):.2f}% of a core; "
+              f"at the cutoff while Parley speaks ({OVER_OWN_VOICE_CUTOFF:g}): "
+              f"{speaking_wakes / hours_fed:.1f}/h")
 
 
 def main(argv: list[str] | None = None) -> None:

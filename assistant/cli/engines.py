@@ -120,14 +120,15 @@ def voice_settings(args: argparse.Namespace, push_to_talk: bool = False,
         raise ConfigError(str(exc)) from exc
 
 
-def wake_word_detector(args: argparse.Namespace):
+def wake_word_detector(args: argparse.Namespace, echo_cancelled: bool = False):
     """The wake word detector `--wake-word` asks for (None without it); an unknown name is
-    a WakeWordError listing the names."""
+    a WakeWordError listing the names. Over Parley's cancelled voice it takes less."""
     if not args.wake_word:
         return None
-    from audio.wakeword import WakeWordDetector
+    from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector
 
-    return WakeWordDetector(args.wake_word)
+    return WakeWordDetector(args.wake_word,
+                            OVER_OWN_VOICE_CUTOFF if echo_cancelled else None)
 
 
 def microphone_input(args: argparse.Namespace, far_end, say, room=None):

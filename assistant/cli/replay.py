@@ -27,12 +27,12 @@ def run_replay(args: argparse.Namespace) -> int:
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
-    wake_word = wake_word_detector(args)
     far_end = FarEnd()
     room = RoomEcho(args.echo) if args.echo is not None else None
     microphone = microphone_input(args, far_end, lambda line: print(f"parley: {line}",
                                                                    file=sys.stderr), room)
     echo_cancelled = microphone is not None and microphone.canceller is not None
+    wake_word = wake_word_detector(args, echo_cancelled)
     segmenter = Segmenter(segmenter_settings(args, echo_cancelled))
     # Nobody is there to say "stop": a timer going off is announced once.
     settings = replace(voice_settings(args, echo_cancelled=echo_cancelled), ring_times=1)

@@ -52,11 +52,11 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     # A bad setting, model or device raises one of USER_ERRORS: main() shows it in a line.
     input_device = find_device(device(args.input_device), "input")
     output_device = find_device(device(args.output_device), "output")
-    wake_word = wake_word_detector(args)
     far_end = FarEnd()
     cleaned = microphone_input(args, far_end, lambda line: console.print(f"! {line}",
                                                                         style="bold red"))
     settings = voice_settings(args, push_to_talk, echo_cancelled=cleaned is not None)
+    wake_word = wake_word_detector(args, echo_cancelled=cleaned is not None)
     segmenter = Segmenter(segmenter_settings(args, echo_cancelled=cleaned is not None))
     console.print("· Loading the language and speech models…", style="dim")
     rings: list = []  # the loop, once it exists: a timer going off is announced by it
