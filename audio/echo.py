@@ -30,6 +30,8 @@ RESYNC_S = 0.05
 """A block further than this from where the last one ended is placed by its time."""
 READER_RESYNC_S = 0.2
 """The same for the microphone's blocks, whose times come in bunches on a busy machine."""
+FRAME = SAMPLE_RATE // 100
+"""AEC3's frame: 10 ms."""
 
 
 class EchoCancelUnavailable(AudioError):
@@ -134,14 +136,33 @@ class EchoCanceller:
         except (RuntimeError, ValueError) as exc:
             raise EchoCancelUnavailable(f"WebRTC's echo canceller would not start ({exc})") \
                 from exc
+        empty = np.zeros(0, dtype=np.int16)
+        self._near, self._far = empty, empty
+        """What came after the last whole frame, waiting for the next block."""
+        self._out = np.zeros(FRAME, dtype=np.int16)
+        """Cleaned audio not yet returned: a frame of silence ahead of it, so each block
+        returns as many samples as it brought, a fixed frame late."""
 
     def process(self, near: np.ndarray, far: np.ndarray) -> np.ndarray:
-        """`near` without the echo of `far` (the same length, played over the same time)."""
+        """`near` without the echo of `far` (the same length, played over the same time),
+        `FRAME` samples late."""
         near = require_mono_int16(near, "the echo canceller")
         far = require_mono_int16(far, "the echo canceller")
         if len(near) != len(far):
             raise ValueError(f"near and far must be as long: {len(near)} != {len(far)}")
-        return self._processor.process(near, far)
+        # AEC3 works in 10 ms frames; given a block that is not a whole number of them
+        # (a microphone read, the end of a clip), it went wrong from there on: 100 ms of
+        # Parley's voice came through at -42 dBFS and a reply stopped itself (in about 1
+        # replay in 7). So whole frames only; the rest waits for the next block.
+        self._near = np.concatenate([self._near, near])
+        self._far = np.concatenate([self._far, far])
+        whole = len(self._near) - len(self._near) % FRAME
+        if whole:
+            self._out = np.concatenate([self._out, self._processor.process(
+                self._near[:whole], self._far[:whole])])
+            self._near, self._far = self._near[whole:], self._far[whole:]
+        cleaned, self._out = self._out[:len(near)], self._out[len(near):]
+        return cleaned
 
 
 class RoomEcho:

@@ -51,9 +51,10 @@ class SegmenterSettings:
     max_utterance_s: float = 20.0
     """Longer utterances are cut here; the rest continues as a new utterance."""
 
-    # Start hysteresis: one misjudged frame (a click, a key press) must not start speech:
-    # `start_speech_ms` of speech within `start_window_ms` (2 of the last 4 frames at 30
-    # ms). A syllable lasts 100-300 ms: speech passes in 60-120 ms, kept by the pre-roll.
+    # Start hysteresis: one misjudged frame (a click, a key press) must not start speech,
+    # so speech starts only once speech frames total `start_speech_ms` within the last
+    # `start_window_ms`: 2 of the last 4 frames at 30 ms. A voiced syllable lasts 100-300
+    # ms, so real speech passes within 60-120 ms; what came before is kept by the pre-roll.
     start_speech_ms: int = 60
     """Speech, within the start window, needed to start an utterance."""
 
@@ -81,7 +82,8 @@ class SegmenterSettings:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0, got {getattr(self, name)}")
         if not math.isfinite(self.max_utterance_s * 1000):  # its frame count must exist
-            raise ValueError(f"max_utterance_s must be finite seconds, got {self.max_utterance_s}")
+            raise ValueError(f"max_utterance_s must be a finite number of seconds, got "
+                             f"{self.max_utterance_s}")
         if self.start_speech_ms > self.start_window_ms:
             raise ValueError(
                 f"start_speech_ms ({self.start_speech_ms}) cannot exceed "
@@ -220,7 +222,8 @@ class Segmenter:
 
             is_speech = WebRtcVad(s.aggressiveness, s.sample_rate).is_speech
         self._is_speech = is_speech
-        self._start_floor = (32768 * 10 ** (s.start_floor_dbfs / 20)) ** 2  # a mean square
+        self._start_floor = (32768 * 10 ** (s.start_floor_dbfs / 20)) ** 2
+        """Mean square of the quietest frame that may start an utterance."""
         self._n = s.frame_samples
         self._pre_roll = s.frames(s.pre_roll_ms)
         self._end_silence = s.frames(s.end_silence_ms)
@@ -236,11 +239,6 @@ class Segmenter:
     @property
     def in_speech(self) -> bool:
         return self._start is not None
-
-    @property
-    def speech_enough(self) -> bool:
-        """The current utterance has `min_speech_ms` of speech: it will not be dropped."""
-        return self._start is not None and self._enough_speech()
 
     @property
     def samples_seen(self) -> int:
@@ -372,9 +370,11 @@ class Segmenter:
         )
 
     def _drop(self) -> None:
-        """Too little speech: forget it, but keep its tail as pre-roll for what follows (a
-        fresh webrtcvad calls its first frames of room noise speech: the burst dropped
-        must not shorten the first real utterance's pre-roll)."""
+        """Too little speech: forget it, but keep its tail as pre-roll for what follows.
+
+        (A fresh webrtcvad calls its first few frames of room noise speech; without
+        this, that dropped burst would shorten the pre-roll of the first real utterance.)
+        """
         audio = np.concatenate(self._frames)
         keep = min(len(audio) // self._n, self._pre_roll + self._window)
         start = self._clock - keep * self._n

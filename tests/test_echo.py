@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import itertools
 import time
 
 import numpy as np
@@ -14,6 +15,7 @@ import soxr
 from assistant.cli.engines import microphone_input, voice_settings
 from audio import samples
 from audio.echo import (
+    FRAME,
     RING_SECONDS,
     EchoCanceller,
     EchoCancelUnavailable,
@@ -22,6 +24,7 @@ from audio.echo import (
     RoomEcho,
 )
 from audio.memory_out import MemorySpeaker
+from audio.segmenter import ECHO_CANCELLED_FLOOR_DBFS
 
 RATE = 16000
 
@@ -119,6 +122,36 @@ def test_webrtc_removes_parleys_echo_and_keeps_the_users_voice():
     # the echo (AEC3 turns it down while both talk, not off).
     talk = slice(len(reply) - len(samples.librivox()[1].pcm), len(reply))
     assert level_db(cleaned_pcm[talk]) > level_db(cleaned_pcm[echo_only]) + 20
+
+
+@pytest.mark.real
+def test_blocks_of_any_length_are_cancelled_as_in_whole_frames():
+    """A microphone read, or a clip's end, is rarely a whole number of AEC3's 10 ms
+    frames. Given such blocks as they came, AEC3 went wrong from there on (100 ms of
+    Parley's voice came through at -42 dBFS and a reply stopped itself)."""
+    reply = parley_speaking()
+    near = RoomEcho(gain_db=-6.0).add(np.zeros(len(reply), np.int16), reply)
+    in_frames = EchoCanceller()
+    expected = np.concatenate([in_frames.process(near[i:i + 480], reply[i:i + 480])
+                               for i in range(0, len(reply) - 479, 480)])
+    uneven = EchoCanceller()
+    cleaned, start = [], 0
+    for size in itertools.cycle((254, 6, 441, 1000, 44, 480)):
+        if start + size > len(expected):
+            break
+        block = uneven.process(near[start:start + size], reply[start:start + size])
+        assert len(block) == size  # as much as it was given, a frame late
+        cleaned.append(block)
+        start += size
+    cleaned_pcm = np.concatenate(cleaned)
+    assert np.array_equal(cleaned_pcm, expected[:len(cleaned_pcm)])
+    assert not cleaned_pcm[:FRAME].any()  # the frame it is late by
+    # After its first second, no 30 ms of what is left of the echo could start speech
+    # (given the blocks as they came, it rose to -26 dBFS).
+    full_scale = level_db(np.array([32767], dtype=np.int16))
+    loudest = max(level_db(cleaned_pcm[i:i + 480]) - full_scale
+                  for i in range(RATE, len(cleaned_pcm) - 479, 480))
+    assert loudest < ECHO_CANCELLED_FLOOR_DBFS, f"{loudest:.1f} dBFS"
 
 
 def test_replay_speaker_puts_what_it_plays_on_the_timeline_and_forgets_it_when_stopped():

@@ -200,10 +200,9 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     assert first.interrupted is True
     assert playhead == [pytest.approx(1.6)]  # the voice began 1.6 s into the reply
     # From the start of the user's voice to silence, counted in samples of the reply that
-    # played meanwhile: hearing 250 ms of voice (as much as an utterance needs: a burst of
-    # echo or a cough does not stop a reply), then stopping the output in the same frame.
+    # played meanwhile: detecting the voice, then stopping the output in the same frame.
     heard_over_the_user = first.spoken_seconds - playhead[0]
-    assert 0.25 <= heard_over_the_user < 0.36
+    assert 0 < heard_over_the_user < 0.2
     assert first.timings["barge_in_stop_ms"] == 0
     assert heard_over_the_user * 1000 == pytest.approx(first.timings["barge_in_detect_ms"],
                                                        abs=30 + 10)  # a frame, and rounding
@@ -219,31 +218,6 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     # Only sentences that had started playing are reported as spoken.
     spoken = [e["seconds"] for e in first.events if e["type"] == "spoken"]
     assert len(spoken) == 2 and sum(spoken[:-1]) < first.spoken_seconds <= sum(spoken)
-
-
-def test_a_short_burst_over_a_reply_does_not_stop_it():
-    """A cough, or the canceller letting 100 ms of Parley's own voice through: speech too
-    short to be heard as an utterance does not stop the reply."""
-    model = ScriptedChatModel()
-    model.enqueue("This is a long answer. " * 3)
-    clock = MicrophoneClock()
-    loop, *_ = make_loop(model, barge_in=True, realtime=True, clock=clock)
-    try:
-        loop.submit_text("Tell me something long.")
-        wait_until(lambda: loop.records and any(
-            e["type"] == "spoken" for e in loop.records[0].events), "the reply plays")
-        clock.feed(loop.feed_audio, np.zeros(int(0.5 * RATE), dtype=np.int16))
-        burst = speechlike(0.15, STOP)
-        clock.feed(loop.feed_audio, np.concatenate([burst, np.zeros(RATE, dtype=np.int16)]))
-        assert loop.output.speaking  # heard, and not taken for the user
-        deadline = time.monotonic() + HUNG_S
-        while not loop.wait_idle(0.005):
-            assert time.monotonic() < deadline, "the loop never went idle"
-            clock.feed(loop.feed_audio, np.zeros(480, dtype=np.int16))
-    finally:
-        loop.close()
-    [reply] = loop.records
-    assert reply.interrupted is False and reply.spoken_seconds > 3
 
 
 def test_without_barge_in_parley_does_not_hear_itself(tmp_path):

@@ -160,9 +160,9 @@ def test_the_wake_word_is_heard_over_parleys_voice(room):
         assert child.expect([r"you: ", pexpect.TIMEOUT], timeout=3) == 1
         echo_level = speaking_at_length(room, child,
                                         "Okay Nabu, tell me a long story about a dragon.")
-        # Said as loud as the echo, it is missed now and then (the canceller turns down
-        # what is said over Parley's voice: 17 of 20 places in this reply were heard in
-        # assistant.bench.echo's room), and the user says it again, as the README says.
+        # Said as loud as the echo it is missed now and then (the canceller turns down
+        # what is said over Parley's voice: `assistant.bench.echo --only wake-word`), and
+        # the user says it again, as the README says to.
         for _ in range(3):
             room.feed(said("Okay Nabu.", level=echo_level))
             room.wait_fed()

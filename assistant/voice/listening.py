@@ -47,8 +47,6 @@ class Listens:
     _awake_until = float("-inf")
     _recent_audio: deque[np.ndarray] | None = None
     _chime_ends = float("-inf")
-    _barge_in_from: SpeechStarted | None = None
-    """Where the speech that may stop the reply began, until it is long enough."""
 
     def _ignoring_microphone(self) -> bool:
         """Parley does not listen to itself unless barge-in is on. With a wake word, only
@@ -69,18 +67,7 @@ class Listens:
         # The wake chime is not Parley talking: the request follows straight after it.
         return self.output.speaking and self.clock() >= self._chime_ends
 
-    def _maybe_barge_in(self, detected_at_sample: int, heard: bool = False) -> None:
-        """Stop the reply the user talks over, once their speech is long enough to be
-        heard as an utterance (`min_speech_ms`, or `heard`: it was). Not at its first
-        frames: now and then the canceller lets 100 ms of Parley's own voice through at
-        -42 dBFS (a reply stopped itself in about 1 replay in 10 on a busy machine), and a
-        cough should not stop a reply either."""
-        began = self._barge_in_from
-        if began is None or not (heard or self.segmenter.speech_enough):
-            if not self.segmenter.in_speech:
-                self._barge_in_from = None  # dropped as noise
-            return
-        self._barge_in_from = None
+    def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
         speech = self._speech
         if not self.settings.barge_in or self.wake_word is not None:
             return
@@ -90,7 +77,7 @@ class Listens:
         self.interrupt()
         record = self._current
         if record is not None:
-            detect_ms = max(0, detected_at_sample - began.sample) * 1000 / SAMPLE_RATE
+            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / SAMPLE_RATE
             record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
             record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
 

@@ -123,15 +123,13 @@ class VoiceLoop(RingsTimers, AnswersAhead, Listens):
         for event in events:
             if isinstance(event, SpeechStarted):
                 self._speech_started_at = self.clock()
-                self._barge_in_from = event
+                self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
                 self._paused(event)
             elif isinstance(event, SpeechResumed):
                 self._replace_speculative(None)
             elif isinstance(event, Utterance):
-                self._maybe_barge_in(seen + len(pcm), heard=True)
                 self._dispatch(event)
-        self._maybe_barge_in(seen + len(pcm))
 
     def start_listening(self) -> None:
         """Push-to-talk: Enter was pressed; listen from now."""
