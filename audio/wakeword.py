@@ -9,6 +9,7 @@ high for a few frames after the word, so one utterance of it counts once (`COOLD
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -109,14 +110,23 @@ class WakeWordDetector:
         start = self.samples_seen
         self.samples_seen += len(pcm)
         heard: int | None = None
-        step = SAMPLE_RATE // 100
         cutoff = self.speaking_cutoff if speaking else self.word.cutoff
-        for features in self._features.process_streaming(pcm.tobytes()):
-            self._featured += step
-            score = self._model.process_streaming_prob(features)
+        for score in self._scores(pcm):
             if score is None or score <= cutoff or self._featured < self._quiet_until:
                 continue
             self._quiet_until = self._featured + COOLDOWN_MS * SAMPLE_RATE // 1000
             if heard is None:
                 heard = min(len(pcm), max(0, self._featured - start))
         return heard
+
+    def scores(self, pcm: np.ndarray) -> list[float]:
+        """The model's score for each 10 ms of `pcm`, what `feed` compares with the cutoff
+        (0 until it has heard enough to score); for measuring, as it detects nothing."""
+        pcm = require_mono_int16(pcm, "the wake word detector")
+        self.samples_seen += len(pcm)
+        return [score or 0.0 for score in self._scores(pcm)]
+
+    def _scores(self, pcm: np.ndarray) -> Iterator[float | None]:
+        for features in self._features.process_streaming(pcm.tobytes()):
+            self._featured += SAMPLE_RATE // 100
+            yield self._model.process_streaming_prob(features)

@@ -41,7 +41,7 @@ from audio.segmenter import (
     SpeechStarted,
     Utterance,
 )
-from audio.wakeword import OVER_OWN_VOICE_CUTOFF, find_wake_word
+from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector, find_wake_word
 
 RATE = 16000
 BLOCK = 480
@@ -172,13 +172,7 @@ def barge_in(replies, stt) -> None:
             delays, errors = [], []
             for index, (voice, text) in enumerate(people):
                 reply = replies[1 + index % (len(replies) - 1)]
-                lead = len(warm_up) + RATE  # the reply starts here
-                onset = lead + RATE
-                far = np.concatenate([warm_up, np.zeros(RATE), reply, np.zeros(3 * RATE)])
-                speech = far[lead:lead + len(reply)]
-                loudness = np.sqrt(np.mean(speech[np.abs(speech) > 300] ** 2))
-                loudness *= 10 ** (gain / 20)
-                voice = voice * loudness / np.sqrt(np.mean(voice[np.abs(voice) > 300] ** 2))
+                far, voice, onset = talking_over(warm_up, reply, voice, gain, tail_s=3)
                 first = listen(far, voice, onset, response, label, index, len(warm_up))
                 starts = [e.sample + len(warm_up) for e in first
                           if isinstance(e, SpeechStarted)]
@@ -206,12 +200,33 @@ def barge_in(replies, stt) -> None:
     print("  too early: speech was detected before the person began (Parley's own voice)")
 
 
-def listen(far, voice, onset, response, label, seed, skip):
-    """The segmenter's events on what the microphone gives Parley: the room's echo of
-    `far` plus `voice` from `onset`, through the canceller (`label` "with") or not."""
+def talking_over(warm_up, reply, voice, gain_db: float, tail_s: int):
+    """Someone talking 1 s into `reply`, which follows `warm_up` (so the canceller has
+    heard Parley before) and a second of quiet: (the far end, `voice` as loud as the
+    reply's echo in a room of `gain_db`, where it begins)."""
+    lead = len(warm_up) + RATE  # the reply starts here
+    far = np.concatenate([warm_up, np.zeros(RATE), reply, np.zeros(tail_s * RATE)])
+    loudness = speech_rms(reply) * 10 ** (gain_db / 20)
+    return far, voice * loudness / speech_rms(voice), lead + RATE
+
+
+def speech_rms(pcm: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(pcm[np.abs(pcm) > 300] ** 2)))
+
+
+def microphone(far, voice, onset, response, seed) -> tuple[np.ndarray, np.ndarray]:
+    """What the microphone hears: (the room's echo of `far` alone, and with `voice` from
+    `onset`)."""
     echo = through_room(far, response, np.random.default_rng(seed))
     near = echo.copy()
     near[onset:onset + len(voice)] += voice[:len(near) - onset]
+    return echo, near
+
+
+def listen(far, voice, onset, response, label, seed, skip):
+    """The segmenter's events on what the microphone gives Parley: the room's echo of
+    `far` plus `voice` from `onset`, through the canceller (`label` "with") or not."""
+    near = microphone(far, voice, onset, response, seed)[1]
     pcm = cancel(near, far)[0] if label == "with" else near
     return utterances(pcm[skip:], floor=label == "with")
 
@@ -233,34 +248,17 @@ def wake_word_over_voice(replies) -> None:
             best, alone = [], 0.0
             for index, voice in enumerate(clips):
                 reply = np.concatenate([replies[1 + index % 5], replies[1 + (index + 1) % 5]])
-                lead = len(replies[0]) + RATE
-                onset = lead + RATE
-                far = np.concatenate([replies[0], np.zeros(RATE), reply, np.zeros(2 * RATE)])
-                speech = far[lead:lead + len(reply)]
-                loudness = np.sqrt(np.mean(speech[np.abs(speech) > 300] ** 2))
-                loudness *= 10 ** ((gain + louder) / 20)
-                voice = voice * loudness / np.sqrt(np.mean(voice[np.abs(voice) > 300] ** 2))
-                echo = through_room(far, response, np.random.default_rng(index))
-                near = echo.copy()
-                near[onset:onset + len(voice)] += voice
-                scores = wake_scores(cancel(near, far)[0])
+                far, voice, onset = talking_over(replies[0], reply, voice, gain + louder,
+                                                 tail_s=2)
+                echo, near = microphone(far, voice, onset, response, index)
+                scores = np.array(WakeWordDetector("okay_nabu").scores(cancel(near, far)[0]))
                 best.append(scores[onset // 160:(onset + len(voice) + RATE) // 160].max())
-                alone = max(alone, wake_scores(cancel(echo, far)[0]).max())
+                alone = max(alone, *WakeWordDetector("okay_nabu").scores(cancel(echo, far)[0]))
             best_scores = np.array(best)
             print(f"  {name if louder == 0 else '':<20}{f'+{louder} dB':>7}"
                   f"{f'{np.sum(best_scores > own)}/{len(clips)}':>12}"
                   f"{f'{np.sum(best_scores > OVER_OWN_VOICE_CUTOFF)}/{len(clips)}':>8}"
                   f"{alone:>12.3f}")
-
-
-def wake_scores(pcm: np.ndarray) -> np.ndarray:
-    """okay_nabu's score for every 10 ms of `pcm` (what the detector compares with its
-    cutoff)."""
-    from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
-
-    model = MicroWakeWord.from_builtin(Model("okay_nabu"))
-    features = MicroWakeWordFeatures().process_streaming(pcm.astype(np.int16).tobytes())
-    return np.array([model.process_streaming_prob(frame) or 0.0 for frame in features])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -272,10 +270,11 @@ def main(argv: list[str] | None = None) -> None:
                                           else samples.missing_reason())
     if missing:
         raise SystemExit(f"bench: {missing}")
-    from models.whisper_stt import WhisperSpeechToText
-
-    stt = WhisperSpeechToText(None)
     replies = parley_replies()
+    if args.only in (None, "own-voice", "barge-in"):  # the wake word needs no Whisper
+        from models.whisper_stt import WhisperSpeechToText
+
+        stt = WhisperSpeechToText(None)
     if args.only in (None, "own-voice"):
         own_voice(replies, stt)
     if args.only in (None, "barge-in"):
