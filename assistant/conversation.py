@@ -109,7 +109,7 @@ class Conversation:
         local intents, its own history and summary, `tools` if given."""
         twin = Conversation(self.model, tools or self.tools, self.settings, self.clock,
                             self.local)
-        twin.history = History(self.history.messages)
+        twin.history = History(self.history.messages, self.history.now)
         twin.summary = self.summary
         twin._search_cache = self._search_cache  # a cache of immutable messages: shareable
         return twin

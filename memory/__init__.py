@@ -2,7 +2,8 @@
 
 The public look-back API, the same functions the conversation_history tool calls:
 
-- `Message(seq, role, content, tool=None, query=None)`: one numbered message.
+- `Message(seq, role, content, tool=None, query=None, at=None)`: one numbered message;
+  `at` is when it was said (a datetime in local time).
 - `search_history(messages, query) -> str`: the best two messages' best places for the
   query's words, each labelled with its message number, at most 4,000 characters.
 - `read_message(messages, seq, offset=0) -> str`: message `seq` exactly, 4,000

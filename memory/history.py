@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 ROLES = ("user", "assistant", "tool")
 
@@ -23,6 +24,8 @@ class Message:
     """For a tool result: what the tool was asked, as one line."""
     arguments: dict | None = field(default=None, compare=False)
     """For a tool result: the call's arguments, replayed to the model."""
+    at: datetime | None = field(default=None, compare=False)
+    """When it was said, in local time with its UTC offset (None: not known)."""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -57,14 +60,22 @@ def group_exchanges(messages: Iterable[Message]) -> list[Exchange]:
     return [Exchange(tuple(group)) for group in groups]
 
 
+def local_now() -> datetime:
+    """The time now in the local time zone, with its offset (so it reads right later)."""
+    return datetime.now().astimezone()
+
+
 class History:
     """The numbered messages of one conversation, in the order they were said."""
 
-    def __init__(self, messages: Sequence[Message] = ()) -> None:
+    def __init__(self, messages: Sequence[Message] = (),
+                 now: Callable[[], datetime] = local_now) -> None:
         self._messages: list[Message] = list(messages)
+        self.now = now
 
     def add(self, role: str, content: str, **extra: object) -> Message:
         seq = self._messages[-1].seq + 1 if self._messages else 1
+        extra.setdefault("at", self.now())
         message = Message(seq, role, content, **extra)  # type: ignore[arg-type]
         self._messages.append(message)
         return message
@@ -78,8 +89,8 @@ class History:
 
     def replace_content(self, seq: int, content: str) -> None:
         """Rewrite one message's text (a spoken reply the user cut short)."""
-        self._messages = [Message(m.seq, m.role, content, m.tool, m.query, m.arguments)
-                          if m.seq == seq else m for m in self._messages]
+        self._messages = [replace(m, content=content) if m.seq == seq else m
+                          for m in self._messages]
 
     def keep_last(self, count: int) -> None:
         """Keep only the newest `count` messages; numbers stay as they were said."""
@@ -96,3 +107,13 @@ class History:
 
     def __len__(self) -> int:
         return len(self._messages)
+
+
+def said_at(message: Message, now: datetime | None = None) -> str:
+    """When a message was said, as people write it: "Sat 5 Dec 14:03" (with the year
+    when it is not this year's); "" when the time is not known."""
+    if message.at is None:
+        return ""
+    at = message.at
+    year = f" {at.year}" if at.year != (now or local_now()).year else ""
+    return f"{at:%a} {at.day} {at:%b}{year} {at:%H:%M}"
