@@ -8,26 +8,36 @@ more than one that only shares its stem. The best two messages show up to three
 places each, so a long paste shows both the place that names it and the one asked
 about.
 
-Messages never change once said, so each message's index is kept (`SearchIndexCache`)
-and a reply's search only indexes what was added since the last one. A search still
-sees only the messages handed to it.
+Nothing is indexed ahead: a search finds its words by scanning the messages' text
+(`memory.scan`), fast enough from cold for the public API and a resumed conversation.
+A search sees only the messages handed to it. Every result says when its message was
+said.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, replace
 
-import Stemmer
+from memory.history import Message, said_at
+from memory.scan import (
+    STOPWORDS,
+    WINDOW_CHARS,
+    WINDOW_STEP,
+    Corpus,
+    Hits,
+    Term,
+    lowered,
+    query_terms,
+    stem,
+    window_bounds,
+)
 
-from memory.history import Message
+__all__ = ["STOPWORDS", "WINDOW_CHARS", "WINDOW_STEP", "HistorySearch", "SearchIndexCache",
+           "read_message", "search_history"]
 
-WINDOW_CHARS = 700
-WINDOW_STEP = WINDOW_CHARS // 2
 OUTPUT_CHARS = 4000
 PAGE_CHARS = 4000
 """Characters of a message read by number, at most: fewer when its header and footer
@@ -41,90 +51,27 @@ STEM_MATCH_WEIGHT = 0.6
 """A word that only shares the query word's stem counts for this much of an exact one."""
 
 _WORD = re.compile(r"[^\W_]+(?:[_.'-][^\W_]+)*")
-_STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from had has have he her his how i if in is "
-    "it its me my of on or our she so that the their them then there they this to was we "
-    "were what when where which who why will with you your said say tell about earlier "
-    "again please".split()
-)
-_stemmer = Stemmer.Stemmer("english")
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    return _stemmer.stemWord(word)
-
-
-_PART = re.compile(r"[^\W_]+")
-
-
-def _tokens(text: str) -> list[tuple[int, str]]:
-    """(position, lowercase word), in text order; identifiers such as billing_api or v2.1
-    count whole and by their parts."""
-    lowered = text.lower()
-    parts = [(m.start(), m.group()) for m in _PART.finditer(lowered)]
-    compounds = [(m.start(), m.group()) for m in _WORD.finditer(lowered)
-                 if not m.group().isalnum()]
-    if not compounds:
-        return parts
-    return sorted(parts + compounds)
-
-
-def words(text: str) -> list[str]:
-    return [word for _, word in _tokens(text)]
-
-
-@dataclass
-class MessageIndex:
-    """One message's windows and, for each stem, the windows and exact words holding it."""
-
-    seq: int
-    windows: list[tuple[int, int]]
-    by_stem: dict[str, dict[int, frozenset[str]]] = field(default_factory=dict)
-
-
-def index_message(message: Message) -> MessageIndex:
-    text = message.content
-    starts = list(range(0, max(len(text) - WINDOW_STEP, 1), WINDOW_STEP)) or [0]
-    windows = [(start, min(start + WINDOW_CHARS, len(text))) for start in starts]
-    tokens = _tokens(text)
-    positions = [position for position, _ in tokens]
-    extra = words(f"{message.tool or ''} {message.query}") if message.query else []
-    stems = dict(zip(*(lambda u: (u, _stemmer.stemWords(u)))(
-        list({w for _, w in tokens} | set(extra))), strict=True))
-    collected: dict[str, dict[int, set[str]]] = {}
-    for number, (start, end) in enumerate(windows):
-        # Tokens are in text order, so a window's are one slice of the list.
-        first, last = bisect_left(positions, start), bisect_left(positions, end)
-        present = {word for _, word in tokens[first:last]}
-        if number == 0:
-            present.update(extra)  # a tool result is found by what it was asked
-        for word in present:
-            collected.setdefault(stems[word], {}).setdefault(number, set()).add(word)
-    index = MessageIndex(message.seq, windows)
-    index.by_stem = {stem: {n: frozenset(ws) for n, ws in hits.items()}
-                     for stem, hits in collected.items()}
-    return index
 
 
 class SearchIndexCache:
-    """Per-message indexes of one conversation, reused from reply to reply."""
+    """The lowercased text of one conversation's messages, kept from reply to reply
+    (messages never change once said)."""
 
     def __init__(self) -> None:
-        self._indexes: dict[tuple[int, str], MessageIndex] = {}
+        self._lowered: dict[tuple[int, str], str] = {}
 
-    def get(self, message: Message) -> MessageIndex:
+    def get(self, message: Message) -> str:
         key = (message.seq, message.content)
-        index = self._indexes.get(key)
-        if index is None:
-            index = self._indexes[key] = index_message(message)
-        return index
+        text = self._lowered.get(key)
+        if text is None:
+            text = self._lowered[key] = lowered(message.content)
+        return text
 
     def forget_missing(self, messages: Sequence[Message]) -> None:
-        """Drop indexes of messages no longer in the conversation (after /clear)."""
+        """Drop what belongs to messages no longer in the conversation (after /clear)."""
         alive = {(m.seq, m.content) for m in messages}
-        for key in [k for k in self._indexes if k not in alive]:
-            del self._indexes[key]
+        for key in [k for k in self._lowered if k not in alive]:
+            del self._lowered[key]
 
 
 @dataclass(frozen=True)
@@ -135,83 +82,76 @@ class Place:
     score: float
 
 
-@dataclass(frozen=True)
-class QueryTerm:
-    word: str
-    stem: str
-    weight: float
-    """Inverse document frequency over all windows: rarer words weigh more."""
-
-
 class HistorySearch:
     """Search over exactly the messages handed in; build one per reply."""
 
     def __init__(self, messages: Sequence[Message], cache: SearchIndexCache | None = None) -> None:
         self.messages = {m.seq: m for m in messages}
         self.cache = cache or SearchIndexCache()
-        self._indexes: list[MessageIndex] | None = None
-        self._window_count = 0
-        self._terms: dict[str, list[QueryTerm]] = {}
+        self._corpus: Corpus | None = None
+        self._hits: dict[Term, Hits] = {}
+        self._terms: dict[str, list[Term]] = {}
 
     @property
-    def indexes(self) -> list[MessageIndex]:
-        """Built on the first search, so reading a message by number indexes nothing."""
-        if self._indexes is None:
-            self._indexes = [self.cache.get(m) for m in self.messages.values()]
-            self._window_count = sum(len(i.windows) for i in self._indexes)
-        return self._indexes
+    def corpus(self) -> Corpus:
+        """Built on the first search, so reading a message by number costs nothing."""
+        if self._corpus is None:
+            self._corpus = Corpus(list(self.messages.values()), self.cache.get)
+        return self._corpus
 
-    def terms(self, query: str) -> list[QueryTerm]:
+    def _hits_of(self, term: Term) -> Hits:
+        key = replace(term, weight=0.0)
+        hits = self._hits.get(key)
+        if hits is None:
+            hits = self._hits[key] = self.corpus.hits(key)
+        return hits
+
+    def terms(self, query: str) -> list[Term]:
         cached = self._terms.get(query)
         if cached is not None:
             return cached
-        unique = dict.fromkeys(w for w in words(query) if w not in _STOPWORDS)
         terms = []
-        for word in unique:
-            stem = _stem(word)
-            df = sum(len(index.by_stem.get(stem, ())) for index in self.indexes)
+        for term in query_terms(query):
+            df = sum(len(windows) for windows in self._hits_of(term).values())
             if df:
-                weight = math.log(1 + self._window_count / df)
-                terms.append(QueryTerm(word, stem, weight))
+                terms.append(replace(term, weight=math.log(1 + self.corpus.windows / df)))
         self._terms[query] = terms
         return terms
 
     def places(self, query: str) -> list[list[Place]]:
         """The best messages' best places, best first."""
         terms = self.terms(query)
-        scored: list[tuple[float, int, dict[int, float], MessageIndex]] = []
-        for index in self.indexes:
-            window_scores: dict[int, float] = {}
-            for term in terms:
-                hits = index.by_stem.get(term.stem)
-                if hits:
-                    for number, exact in hits.items():
-                        gain = term.weight if term.word in exact else \
-                            term.weight * STEM_MATCH_WEIGHT
-                        window_scores[number] = window_scores.get(number, 0.0) + gain
-            if window_scores:
-                scored.append((max(window_scores.values()), index.seq, window_scores, index))
+        by_message: dict[int, dict[int, float]] = {}
+        for term in terms:
+            for owner, windows in self._hits_of(term).items():
+                scores = by_message.setdefault(owner, {})
+                for number, exact in windows.items():
+                    gain = term.weight if exact else term.weight * STEM_MATCH_WEIGHT
+                    scores[number] = scores.get(number, 0.0) + gain
+        corpus = self.corpus
+        scored = [(max(scores.values()), corpus.messages[owner].seq, scores, owner)
+                  for owner, scores in by_message.items()]
         # Messages rank by their best place; only the best few need their places chosen.
         scored.sort(key=lambda item: (-item[0], -item[1]))
         ranked = []
-        for _, _, window_scores, index in scored[:BEST_MESSAGES * 3]:
-            chosen = self._choose_places(index, window_scores)
+        for _, seq, window_scores, owner in scored[:BEST_MESSAGES * 3]:
+            chosen = self._choose_places(seq, corpus.lengths[owner], window_scores)
             rank = chosen[0].score + 0.1 * sum(p.score for p in chosen[1:])
-            ranked.append((rank, index.seq, sorted(chosen, key=lambda p: p.start)))
+            ranked.append((rank, seq, sorted(chosen, key=lambda p: p.start)))
         ranked.sort(key=lambda item: (-item[0], -item[1]))
         return [places for _, _, places in ranked[:BEST_MESSAGES]]
 
     @staticmethod
-    def _choose_places(index: MessageIndex, window_scores: dict[int, float]) -> list[Place]:
+    def _choose_places(seq: int, length: int, window_scores: dict[int, float]) -> list[Place]:
         ordered = sorted(window_scores.items(), key=lambda item: (-item[1], item[0]))
         chosen: list[Place] = []
         for number, score in ordered:
             if chosen and score < SECOND_PLACE_SHARE * chosen[0].score:
                 break
-            start, end = index.windows[number]
+            start, end = window_bounds(length, number)
             if any(start < p.end and p.start < end for p in chosen):
                 continue  # overlapping windows show the same place twice
-            chosen.append(Place(index.seq, start, end, score))
+            chosen.append(Place(seq, start, end, score))
             if len(chosen) == PLACES_PER_MESSAGE:
                 break
         return chosen
@@ -287,7 +227,7 @@ def _page(message: Message, offset: int, size: int) -> str:
     return f"{header}\n{page}\n{footer}"
 
 
-def focus(text: str, place: Place, terms: list[QueryTerm], limit: int) -> tuple[int, int]:
+def focus(text: str, place: Place, terms: list[Term], limit: int) -> tuple[int, int]:
     """The part of a place to show when all of it does not fit: around its rarest match."""
     if place.end - place.start <= limit:
         return place.start, place.end
@@ -295,7 +235,7 @@ def focus(text: str, place: Place, terms: list[QueryTerm], limit: int) -> tuple[
     for match in _WORD.finditer(text, place.start, place.end):
         token = match.group().lower()
         for term in terms:
-            if token == term.word or _stem(token) == term.stem:
+            if token == term.word or stem(token) == term.stem:
                 if best is None or term.weight > best[0]:
                     best = (term.weight, match.start())
     anchor = best[1] if best else place.start
@@ -304,10 +244,14 @@ def focus(text: str, place: Place, terms: list[QueryTerm], limit: int) -> tuple[
 
 
 def describe(message: Message) -> str:
+    """Who said a message (or which tool gave it), and when, if known."""
     if message.role == "tool":
-        return f"{message.tool} result for “{message.query}”" if message.query else \
+        who = f"{message.tool} result for “{message.query}”" if message.query else \
             f"{message.tool} result"
-    return message.role
+    else:
+        who = message.role
+    when = said_at(message)
+    return f"{who}, {when}" if when else who
 
 
 def search_history(messages: Sequence[Message], query: str) -> str:
