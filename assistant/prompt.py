@@ -6,12 +6,13 @@ ahead of time is exactly the beginning the next reply's prompt will have.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from assistant import history_tool
 from memory.fitting import PromptTooLarge, fit_history
-from memory.history import Message
+from memory.history import Message, local_now
 from memory.search import HistorySearch, SearchIndexCache, describe
 from memory.summary import RunningSummary, summary_block
 from models.base import ChatModel, PromptMessage, ToolSpec
@@ -27,7 +28,7 @@ TOOL_STRATEGY = (
 HINT_CHARS = 600
 HINT_MIN_SHARE = 0.45
 """A recall hint is shown when its passage holds at least this share of the query's weight…"""
-HINT_MIN_SCORE = 2.0
+HINT_MIN_SCORE = 1.6
 """…and matches rare words, not only common ones."""
 NEXT_MESSAGE_TOKENS = 64
 """Room kept for the user's next message when its prompt's beginning is prepared: about a
@@ -52,8 +53,11 @@ class PromptBuilder:
 
     def __init__(self, model: ChatModel, system_prompt: str, answer_tokens: int,
                  recall_hints: bool, cache: SearchIndexCache,
-                 recent_exchanges: int | None = None) -> None:
+                 recent_exchanges: int | None = None,
+                 now: Callable[[], datetime] = local_now) -> None:
         self.model = model
+        self.now = now
+        """The date told to the model comes from here."""
         self.system_prompt = system_prompt
         self.answer_tokens = answer_tokens
         self.recall_hints = recall_hints
@@ -70,7 +74,10 @@ class PromptBuilder:
         The final answer after a research-budget stop has no tools: it keeps the
         summary but not the guidance to look things up.
         """
-        text = self.system_prompt
+        # The date, not the time: the prompt's beginning then stays the same all day, and
+        # llama.cpp reuses it from reply to reply. The clock tool gives the time.
+        today = self.now()
+        text = f"{self.system_prompt}\nToday is {today:%A}, {today.day} {today:%B %Y}."
         with_lookup = any(t.name == history_tool.NAME for t in tools)
         if tools:
             text += "\n" + TOOL_STRATEGY

@@ -101,14 +101,43 @@ class Term:
         return self.stem[:max(min(shared, len(self.stem) - slack), 2)] or self.word
 
 
+_CONTRACTION = re.compile(r"'(?:s|t|d|ll|re|ve|m)$")
+
+
 def query_terms(query: str) -> list[Term]:
-    """The query's words that say something, each once, in order."""
-    unique = dict.fromkeys(w for w in words(query) if w not in STOPWORDS)
-    return [Term(word, stem(word)) for word in unique]
+    """The query's words that say something, each once, in order ("what's" is "what")."""
+    unique = dict.fromkeys(_CONTRACTION.sub("", w) for w in words(query))
+    return [Term(word, stem(word)) for word in unique
+            if word not in STOPWORDS and word not in _CONTRACTION_PARTS]
 
 
-Hits = dict[int, dict[int, bool]]
-"""Message position → window number → whether a hit there is the exact word."""
+_CONTRACTION_PARTS = frozenset("s t d ll re ve m".split())
+
+STEM_MATCH_WEIGHT = 0.6
+"""A word that only shares the query word's stem counts for this much of an exact one…"""
+RELATED_MATCH_WEIGHT = 0.4
+"""…and one whose stem begins with the other's ("supervisor", "supervises") this much."""
+RELATED_STEM_CHARS = 5
+"""The shorter stem must be this long for that: "bill" must not find "billion"."""
+
+
+def match_weight(token: str, term: Term) -> float:
+    """How much `token` counts as an occurrence of `term` (0: not at all)."""
+    if token == term.word:
+        return 1.0
+    if term.compound:
+        return 0.0
+    other = stem(token)
+    if other == term.stem:
+        return STEM_MATCH_WEIGHT
+    shorter, longer = sorted((other, term.stem), key=len)
+    if len(shorter) >= RELATED_STEM_CHARS and longer.startswith(shorter):
+        return RELATED_MATCH_WEIGHT
+    return 0.0
+
+
+Hits = dict[int, dict[int, float]]
+"""Message position → window number → the term's occurrences there, each by its weight."""
 
 
 class Corpus:
@@ -127,6 +156,11 @@ class Corpus:
         self.lengths = [len(m.content) for m in self.messages]
         self.window_counts = [window_count(n) for n in self.lengths]
         self.windows = sum(self.window_counts)
+        # All windows but a message's last are full; the last runs to the message's end.
+        self.average_window = sum(
+            (count - 1) * WINDOW_CHARS + length - (count - 1) * WINDOW_STEP
+            for length, count in zip(self.lengths, self.window_counts, strict=True)
+        ) / max(self.windows, 1) or 1.0
         # A tool result is also found by what it was asked, as if said in its first window.
         asked = [(i, lowered(f"{m.tool or ''} {m.query}")) for i, m in enumerate(self.messages)
                  if m.query]
@@ -140,14 +174,25 @@ class Corpus:
 
     def hits(self, term: Term) -> Hits:
         found: Hits = {}
-        starts, counts = self.starts, self.window_counts
+        text, starts, counts = self.text, self.starts, self.window_counts
         step, size = WINDOW_STEP, WINDOW_CHARS
         owner, next_start, windows = -1, 0, {}
-        # Hits come in text order, so the message they are in only moves forward.
-        for position, exact in _occurrences(self.text, term):
+        weights: dict[str, float] = {}
+        # One loop over the matches, the hottest in a search: `_occurrences` inlined.
+        for match in _literal(term.prefix, term.compound).finditer(text):
+            position = match.start()
+            if position and text[position - 1].isalnum():
+                continue  # inside another word
+            token = match.group()
+            weight = weights.get(token)
+            if weight is None:
+                weight = weights[token] = match_weight(token, term)
+            if not weight:
+                continue
+            # Matches come in text order, so the message they are in only moves forward.
             if position >= next_start:
                 owner = bisect_right(starts, position) - 1
-                next_start = starts[owner + 1] if owner + 1 < len(starts) else len(self.text)
+                next_start = starts[owner + 1] if owner + 1 < len(starts) else len(text)
                 windows = found.setdefault(owner, {})
             relative = position - starts[owner]
             high = relative // step
@@ -155,39 +200,32 @@ class Corpus:
             if high > last:
                 high = last
             if high and (high - 1) * step + size > relative:
-                windows[high - 1] = windows.get(high - 1, False) or exact
-            windows[high] = windows.get(high, False) or exact
-        for position, exact in _occurrences(self.asked_text, term):
+                windows[high - 1] = windows.get(high - 1, 0.0) + weight
+            windows[high] = windows.get(high, 0.0) + weight
+        for position, weight in _occurrences(self.asked_text, term):
             owner = self.asked_owner[bisect_right(self.asked_starts, position) - 1]
             windows = found.setdefault(owner, {})
-            windows[0] = windows.get(0, False) or exact
+            windows[0] = windows.get(0, 0.0) + weight
         return found
 
 
-def _occurrences(text: str, term: Term) -> list[tuple[int, bool]]:
-    """(position, exact) of every word in `text` matching `term`, exactly or by stem."""
+def _occurrences(text: str, term: Term) -> list[tuple[int, float]]:
+    """(position, weight) of every word in `text` matching `term` (`match_weight`)."""
     if not text:
         return []
-    kinds: dict[str, bool | None] = {}
+    weights: dict[str, float] = {}
     found = []
-    unseen = object()
     pattern = _literal(term.prefix, term.compound)
     for match in pattern.finditer(text):
         position = match.start()
         if position and text[position - 1].isalnum():
             continue  # inside another word
         token = match.group()
-        kind = kinds.get(token, unseen)
-        if kind is unseen:
-            if term.compound:
-                kind = token == term.word or None
-            elif token == term.word:
-                kind = True
-            else:
-                kind = False if stem(token) == term.stem else None
-            kinds[token] = kind
-        if kind is not None:
-            found.append((position, kind))
+        weight = weights.get(token)
+        if weight is None:
+            weight = weights[token] = match_weight(token, term)
+        if weight:
+            found.append((position, weight))
     return found
 
 

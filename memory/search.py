@@ -20,8 +20,10 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
-from memory.history import Message, said_at
+from memory.history import Message, local_now, said_at
+from memory.ranking import rerank
 from memory.scan import (
     STOPWORDS,
     WINDOW_CHARS,
@@ -47,8 +49,10 @@ BEST_MESSAGES = 2
 PLACES_PER_MESSAGE = 3
 SECOND_PLACE_SHARE = 0.34
 """Further places of a message are shown only when they score this share of its best."""
-STEM_MATCH_WEIGHT = 0.6
-"""A word that only shares the query word's stem counts for this much of an exact one."""
+SATURATION = 0.8
+"""BM25's k1: a word said again in a place adds less each time."""
+LENGTH_NORMALISATION = 0.5
+"""BM25's b: a word in a short message says more than the same word in a long stretch."""
 
 _WORD = re.compile(r"[^\W_]+(?:[_.'-][^\W_]+)*")
 
@@ -85,8 +89,11 @@ class Place:
 class HistorySearch:
     """Search over exactly the messages handed in; build one per reply."""
 
-    def __init__(self, messages: Sequence[Message], cache: SearchIndexCache | None = None) -> None:
+    def __init__(self, messages: Sequence[Message], cache: SearchIndexCache | None = None,
+                 now: datetime | None = None) -> None:
         self.messages = {m.seq: m for m in messages}
+        self.now = now or local_now()
+        """What "yesterday" and "last week" in a query count from."""
         self.cache = cache or SearchIndexCache()
         self._corpus: Corpus | None = None
         self._hits: dict[Term, Hits] = {}
@@ -111,35 +118,48 @@ class HistorySearch:
         if cached is not None:
             return cached
         terms = []
+        windows = self.corpus.windows
         for term in query_terms(query):
-            df = sum(len(windows) for windows in self._hits_of(term).values())
+            df = sum(len(found) for found in self._hits_of(term).values())
             if df:
-                terms.append(replace(term, weight=math.log(1 + self.corpus.windows / df)))
+                weight = math.log(1 + (windows - df + 0.5) / (df + 0.5))
+                terms.append(replace(term, weight=weight))
         self._terms[query] = terms
         return terms
 
     def places(self, query: str) -> list[list[Place]]:
         """The best messages' best places, best first."""
         terms = self.terms(query)
+        corpus = self.corpus
+        k1, b, average = SATURATION, LENGTH_NORMALISATION, corpus.average_window
         by_message: dict[int, dict[int, float]] = {}
         for term in terms:
             for owner, windows in self._hits_of(term).items():
                 scores = by_message.setdefault(owner, {})
-                for number, exact in windows.items():
-                    gain = term.weight if exact else term.weight * STEM_MATCH_WEIGHT
+                length = corpus.lengths[owner]
+                for number, count in windows.items():
+                    size = min(WINDOW_CHARS, length - number * WINDOW_STEP)
+                    gain = term.weight * count * (k1 + 1) / (
+                        count + k1 * (1 - b + b * size / average))
                     scores[number] = scores.get(number, 0.0) + gain
-        corpus = self.corpus
-        scored = [(max(scores.values()), corpus.messages[owner].seq, scores, owner)
-                  for owner, scores in by_message.items()]
-        # Messages rank by their best place; only the best few need their places chosen.
-        scored.sort(key=lambda item: (-item[0], -item[1]))
-        ranked = []
-        for _, seq, window_scores, owner in scored[:BEST_MESSAGES * 3]:
-            chosen = self._choose_places(seq, corpus.lengths[owner], window_scores)
-            rank = chosen[0].score + 0.1 * sum(p.score for p in chosen[1:])
-            ranked.append((rank, seq, sorted(chosen, key=lambda p: p.start)))
-        ranked.sort(key=lambda item: (-item[0], -item[1]))
-        return [places for _, _, places in ranked[:BEST_MESSAGES]]
+        # A message's words score it by its best place; who said it, when, and the other
+        # half of its exchange adjust that (memory.ranking).
+        ranked = rerank({owner: max(scores.values()) for owner, scores in by_message.items()},
+                        corpus.messages, query, self.now)
+        candidates = sorted(ranked, key=lambda o: (-ranked[o], -corpus.messages[o].seq))
+        found = []
+        for owner in candidates[:BEST_MESSAGES * 3]:
+            seq, length = corpus.messages[owner].seq, corpus.lengths[owner]
+            scores = by_message.get(owner)
+            if scores is None:  # found by its day or its exchange: shown from its start
+                places = [Place(seq, *window_bounds(length, 0), 0.0)]
+            else:
+                places = self._choose_places(seq, length, scores)
+            # Among the best, a message with more than one good place goes a little higher.
+            more = 0.1 * sum(p.score for p in places[1:])
+            found.append((ranked[owner] + more, seq, sorted(places, key=lambda p: p.start)))
+        found.sort(key=lambda item: (-item[0], -item[1]))
+        return [places for _, _, places in found[:BEST_MESSAGES]]
 
     @staticmethod
     def _choose_places(seq: int, length: int, window_scores: dict[int, float]) -> list[Place]:

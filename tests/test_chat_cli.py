@@ -16,10 +16,14 @@ from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
 
 
+SAID_AT = datetime.fromisoformat("2026-12-05T14:03:00+01:00")
+
+
 def run_chat(lines: str, *replies: str) -> tuple[str, Conversation]:
     model = ScriptedChatModel()
     model.enqueue(*replies)
     conversation = Conversation(model, builtin_tools())
+    conversation.history.now = lambda: SAID_AT
     out = io.StringIO()
     session = ChatSession(conversation, interactive=False,
                           console=Console(file=out, highlight=False, markup=False, width=200))
@@ -37,11 +41,11 @@ def test_piped_chat_exact_transcript():
         "Hi, I am Parley.\n"
         "· Calculating 6*7…\n"
         "6*7 is 42.\n"
-        "#1 user: hello\n"
-        "#2 assistant: Hi, I am Parley.\n"
-        "#3 user: what is 6*7\n"
-        "#4 tool (calculator): 6*7 = 42\n"
-        "#5 assistant: 6*7 is 42.\n")
+        "#1 user, Sat 5 Dec 14:03: hello\n"
+        "#2 assistant, Sat 5 Dec 14:03: Hi, I am Parley.\n"
+        "#3 user, Sat 5 Dec 14:03: what is 6*7\n"
+        "#4 tool (calculator), Sat 5 Dec 14:03: 6*7 = 42\n"
+        "#5 assistant, Sat 5 Dec 14:03: 6*7 is 42.\n")
 
 
 def test_quit_clear_and_unknown_commands():
@@ -75,6 +79,7 @@ def clock_at(monkeypatch):
         os.environ["TZ"] = zone
         time.tzset()
         monkeypatch.setattr("assistant.tools.datetime", Stopped)
+        monkeypatch.setattr("memory.history.datetime", Stopped)  # when messages are said
 
     yield stop_at
     if zone_before is None:
@@ -113,11 +118,14 @@ def test_the_clock_tool_gives_the_model_weekday_date_time_and_zone(monkeypatch, 
                             "--no-local-intents")
     # The model reads the result beside the call, in the machine's zone, summer time included.
     assert [m.content for m in model.prompts[1] if m.role == "tool"] == [reading]
+    # /history says when each message was said, by the same clock, in the same zone.
+    said = datetime.fromtimestamp(instant).astimezone()
+    when = f"{said:%a} {said.day} {said:%b} {said:%H:%M}"
     assert out == ("· Checking the clock…\n"
                    "Noted.\n"
-                   "#1 user: what day is it\n"
-                   f"#2 tool (clock): {reading}\n"
-                   "#3 assistant: Noted.\n")
+                   f"#1 user, {when}: what day is it\n"
+                   f"#2 tool (clock), {when}: {reading}\n"
+                   f"#3 assistant, {when}: Noted.\n")
 
 
 def test_the_time_and_date_are_said_from_the_clock_without_the_model(monkeypatch, capsys,
