@@ -285,3 +285,28 @@ def test_ending_chat_says_which_timers_are_cancelled(monkeypatch, capsys):
     assert "Setting a 10 minute pizza timer…" in out
     assert re.search(r"Cancelled the running timers: the 10 minute pizza timer \((10 minutes|"
                      r"9 minutes and \d+ seconds) left\) and the 1 hour timer", out), out
+
+
+def test_when_did_i_mention_says_the_day_and_time_it_was_said(talk):
+    say, conversation, model, _, _ = talk
+    model.enqueue("Noted.", "Nice.")
+    yesterday = datetime.now().astimezone() - timedelta(days=1)
+    conversation.history.now = lambda: yesterday.replace(hour=14, minute=3)
+    say("The billing service listens on port 8101.")
+    conversation.history.now = lambda: datetime.now().astimezone()
+    say("I had pasta for lunch today.")
+    reply, events = say("When did I mention the billing port?")
+    assert reply == ("You mentioned it yesterday at 14:03, in message 1: “The billing service "
+                     "listens on port 8101.”")
+    assert [e.name for e in events if isinstance(e, ToolCall)] == ["conversation_history"]
+    assert len(model.prompts) == 2  # the model was asked only the first two
+
+
+def test_days_are_said_as_people_say_them():
+    from assistant.local.answers import spoken_day
+
+    today = datetime(2026, 12, 5).date()
+    assert spoken_day("Sat 5 Dec", today) == "today"
+    assert spoken_day("Fri 4 Dec", today) == "yesterday"
+    assert spoken_day("Tue 1 Dec", today) == "on Tuesday, December 1"
+    assert spoken_day("Sun 2 Mar 2025", today) == "on Sunday, March 2, 2025"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from assistant.local.matcher import IntentMatch, IntentMatcher
 
@@ -164,6 +164,38 @@ def _spoken_recall(topic: str) -> Callable[[str, bool], str]:
     return speak
 
 
+_SAID_AT = re.compile(r"^#(\d+) \([^),]+, (\w{3} \d{1,2} \w{3}(?: \d{4})?) (\d\d:\d\d)\): (.*)$",
+                      re.MULTILINE)
+
+
+def spoken_day(day: str, today: date) -> str:
+    """"Sat 5 Dec" (or "Sat 5 Dec 2025") as said aloud: "today", "yesterday", "on
+    Saturday, December 5" (with the year when it is not this year's)."""
+    parts = day.split()
+    year = int(parts[3]) if len(parts) == 4 else today.year
+    said = datetime.strptime(f"{parts[1]} {parts[2]} {year}", "%d %b %Y").date()
+    if said == today:
+        return "today"
+    if said == today - timedelta(days=1):
+        return "yesterday"
+    return f"on {said:%A}, {said:%B} {said.day}" + (f", {year}" if year != today.year else "")
+
+
+def _spoken_when(topic: str, today: Callable[[], date] = date.today
+                 ) -> Callable[[str, bool], str]:
+    def speak(result: str, is_error: bool) -> str:
+        found = _SAID_AT.search(result)
+        if is_error or found is None:
+            return f"I can't find anything earlier in this conversation about {topic}."
+        seq, day, time, snippet = found.groups()
+        snippet = " ".join(snippet.split())
+        if len(snippet) > 160:
+            snippet = snippet[:160].rsplit(" ", 1)[0] + "…"
+        return (f"You mentioned it {spoken_day(day, today())} at {time}, in message {seq}: "
+                f"“{snippet}”")
+    return speak
+
+
 class LocalIntents:
     """Answers the everyday requests without the model; one per conversation (it remembers
     a question it asked, such as a timer's length)."""
@@ -217,6 +249,10 @@ class LocalIntents:
             return LocalAnswer(intent, stop=True)
         if intent == "ParleyRepeat":
             return LocalAnswer(intent, said=last_reply or "I haven't said anything yet.")
+        if intent == "ParleyRecallWhen":
+            topic = str(slots["topic"]).strip().rstrip("?.!")
+            return LocalAnswer(intent, "conversation_history",
+                               {"query": topic, "speaker": "user"}, _spoken_when(topic))
         if intent == "ParleyRecall":
             topic = str(slots["topic"]).strip().rstrip("?.!")
             # "What did I say": what the user said, not Parley's answers about it.

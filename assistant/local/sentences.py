@@ -2,8 +2,8 @@
 
 They cover what Home Assistant's English sentences miss ("set a 10 minute pizza timer",
 "what day is it") and what only a conversation has (arithmetic, "say that again", "what
-did I say about …"). `<what_is>`, `<the>`, `<timer_set>`, `<timer_cancel>` are Home
-Assistant's expansion rules; `{timer_*}` its slot lists.
+did I say about …", "when did I mention …"). `<what_is>`, `<the>`, `<timer_set>`,
+`<timer_cancel>` are Home Assistant's expansion rules; `{timer_*}` its slot lists.
 """
 
 from __future__ import annotations
@@ -71,6 +71,12 @@ PARLEY_INTENTS: dict = {
         "did I (mention|say|tell you) anything about {topic}",
         "remind me what I (said|told you) about {topic}",
         "what was (it|that) I said about {topic}",
+    ]}]},
+    "ParleyRecallWhen": {"data": [{"sentences": [
+        "when did (I|we) (mention|say|write|talk about|tell you about|bring up|ask about) "
+        "{topic}",
+        "when did (I|we) (say|tell you) (something|anything) about {topic}",
+        "when was {topic} (mentioned|said|brought up)",
     ]}]},
     "ParleyPercent": {"data": [{"sentences": [
         "[<what_is>|how much is|calculate] {number_a} (percent|%) of {number_b}",
