@@ -142,3 +142,20 @@ def test_days_a_question_names():
     assert asked["When did I mention the dentist?"] == []
     # A day and month still to come this year is last year's.
     assert days_asked("on 24 December", NOW) == [(date(2025, 12, 24),) * 2]
+
+
+def test_the_model_is_told_the_date_and_the_prompt_stays_the_same_all_day():
+    from assistant.prompt import PromptBuilder
+    from memory.search import SearchIndexCache
+    from memory.summary import RunningSummary
+    from tests.fakes import ScriptedChatModel
+
+    def system_at(moment: str) -> str:
+        builder = PromptBuilder(ScriptedChatModel(), "You are Parley.", 64, True,
+                                SearchIndexCache(), now=lambda: datetime.fromisoformat(moment))
+        return builder.system_message([], RunningSummary(), LUNCH).content
+
+    morning = system_at("2026-12-05T08:00:00+01:00")
+    assert "Today is Saturday, 5 December 2026." in morning
+    assert system_at("2026-12-05T23:59:00+01:00") == morning  # llama.cpp reuses it all day
+    assert "Sunday, 6 December" in system_at("2026-12-06T00:01:00+01:00")
