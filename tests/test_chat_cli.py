@@ -15,7 +15,6 @@ from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
 
-
 SAID_AT = datetime.fromisoformat("2026-12-05T14:03:00+01:00")
 
 
