@@ -1,13 +1,14 @@
 """The user-facing errors; every message says what to do next.
 
 Each layer has one root: `models.errors.EngineError` (an engine could not load or
-answer), `audio.errors.AudioError` (a device or an audio file), and `AssistantError`
-here. The command line shows any of them as one line; anything else is a bug, logged
-with its traceback.
+answer), `audio.errors.AudioError` (a device or an audio file), `memory.store.StoreError`
+(a conversation file for --save or --resume), and `AssistantError` here. The command line
+shows any of them as one line; anything else is a bug, logged with its traceback.
 """
 
 from assistant.events import Stage
 from audio.errors import AudioError
+from memory.store import StoreError
 from models.errors import EngineError
 
 
@@ -29,5 +30,6 @@ class ModelError(AssistantError):
     stage = Stage.MODEL
 
 
-USER_ERRORS: tuple[type[Exception], ...] = (AssistantError, AudioError, EngineError)
+USER_ERRORS: tuple[type[Exception], ...] = (AssistantError, AudioError, EngineError,
+                                             StoreError)
 """What the command line reports as one clear line, without a traceback."""

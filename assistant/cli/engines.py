@@ -8,8 +8,10 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from assistant.cli.saved import save_request
 from assistant.conversation import Conversation, ReplySettings
 from assistant.errors import ConfigError, ModelError
+from assistant.saved import SavedConversation
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
@@ -64,7 +66,9 @@ def recent_exchanges(args: argparse.Namespace) -> int | None:
 def load_conversation(args: argparse.Namespace, timers: Timers,
                       max_messages: int | None = None) -> Conversation:
     """The conversation with its model, tools (the timer tool over `timers`) and local
-    intents; the templates compile while the model loads."""
+    intents; the templates compile while the model loads. With `--save`/`--resume` it is
+    kept in that file, which is checked before the model loads."""
+    saving = save_request(args)
     if args.ctx < 512:
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
     if not 16 <= args.answer_tokens <= args.ctx // 2:
@@ -80,7 +84,9 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
         local = pool.submit(load_local_intents, args)
         model = load_model(args)
-        return Conversation(model, tools, settings, local=local.result())
+        if saving is None:
+            return Conversation(model, tools, settings, local=local.result())
+        return SavedConversation(saving.open(), model, tools, settings, local=local.result())
 
 
 def load_voice_engines(args: argparse.Namespace, timers: Timers):

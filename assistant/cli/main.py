@@ -20,8 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="parley", allow_abbrev=False,
         description="Parley, a local assistant. Runs on the embedded models unless told otherwise; "
-                    "nothing of a conversation is written to disk. Every setting also reads "
-                    "PARLEY_<SETTING> (e.g. PARLEY_CTX=4096) and the config file.")
+                    "nothing of a conversation is written to disk unless --save or --resume "
+                    "asks for it. Every other setting also reads PARLEY_<SETTING> (e.g. "
+                    "PARLEY_CTX=4096) and the config file.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chat = commands.add_parser(
         "chat", help="typed chat",
@@ -116,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         return run_devices()
     if command is None and sys.stdin.isatty():
         command = "voice"  # at a terminal: voice when a microphone works
+    if command not in (None, "chat", "voice") and (args.save or args.resume):
+        raise ConfigError("--save and --resume are for chat and voice")  # never ignored
     if command in ("voice", "replay") and args.wake_word:
         from audio.wakeword import find_wake_word
 
@@ -138,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         return run_replay(args)
     from assistant.cli.chat import ChatSession
     from assistant.cli.engines import load_conversation
+    from assistant.cli.saved import announce, close_saved
     from assistant.timers import Timers
 
     # The session shows a timer going off; it exists once the conversation is loaded.
@@ -147,5 +151,9 @@ def run(args: argparse.Namespace) -> int:
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     session = ChatSession(conversation, interactive=sys.stdin.isatty(), timers=timers)
     shown.append(session)
-    return session.run(stdin)
+    announce(conversation, session.console)
+    try:
+        return session.run(stdin)
+    finally:
+        close_saved(conversation)
 

@@ -71,6 +71,11 @@ class Setting:
     group: str
     commands: frozenset[str]
     """The subcommands that take it after their name (all take it before)."""
+    flag_only: bool = False
+    """Read from its flag alone, never the environment or the config file: what writes a
+    conversation to disk is asked for on the command line, each time."""
+    metavar: str | None = None
+    """What --help calls its value (default: its name in capitals)."""
 
     @property
     def dest(self) -> str:
@@ -88,6 +93,7 @@ class Setting:
 _ALL = frozenset({"chat", "voice", "replay"})
 _SPEECH = frozenset({"voice", "replay"})
 _LIVE = frozenset({"voice"})
+_TALK = frozenset({"chat", "voice"})
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("--debug", _switch, False, "show debug lines with the timings of every stage, "
@@ -118,6 +124,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--no-local-intents", _switch, False, "send every message to the model, even the "
             "time, timers and arithmetic Parley answers itself (for a model that should "
             "decide)", "language model", _ALL),
+    Setting("--save", Path, None, "keep this conversation in FILE, a new file readable only "
+            "by you, each message written as it is said (without it nothing is written)",
+            "conversation", _TALK, flag_only=True, metavar="FILE"),
+    Setting("--resume", Path, None, "continue the conversation saved in FILE (its numbered "
+            "messages, summary and search), saving into it as it goes", "conversation", _TALK,
+            flag_only=True, metavar="FILE"),
     Setting("--stt-model", Path, None, "a CTranslate2 Whisper model folder (default: the "
             "embedded tiny.en)", "speech", _SPEECH),
     Setting("--voice", Path, None, "a Piper voice .onnx, with its .onnx.json beside it "
@@ -171,7 +183,8 @@ def add_settings(parser: argparse.ArgumentParser, command: str | None) -> None:
                                help=f"{setting.help} ({setting.env}=1)")
         else:
             group.add_argument(setting.flag, type=setting.parse, default=argparse.SUPPRESS,
-                               metavar=setting.dest.upper(), help=setting.help)
+                               metavar=setting.metavar or setting.dest.upper(),
+                               help=setting.help)
     parser.add_argument("--config", type=Path, default=argparse.SUPPRESS,
                         help="a TOML file of settings named like the flags (default "
                              f"{CONFIG_PATH}, or PARLEY_CONFIG)")
@@ -186,7 +199,12 @@ def resolve(given: argparse.Namespace, environ: Mapping[str, str] = os.environ
     for setting in SETTINGS:
         if setting.dest in values:
             continue
-        if setting.env in environ:
+        if setting.flag_only:
+            if setting.env in environ:
+                raise ConfigError(f"{setting.env} is not read; pass {setting.flag} on the "
+                                  "command line")
+            resolved[setting.dest] = setting.default
+        elif setting.env in environ:
             resolved[setting.dest] = _parse(setting, environ[setting.env],
                                             f"{setting.env}={environ[setting.env]!r}")
         elif setting.dest in file_values:
@@ -247,4 +265,8 @@ def read_config(explicit: Path | None, environ: Mapping[str, str]) -> dict[str, 
     unknown = sorted(set(values) - set(BY_DEST))
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    flag_only = sorted(BY_DEST[key].flag for key in values if BY_DEST[key].flag_only)
+    if flag_only:
+        raise ConfigError(f"{path}: {flag_only[0][2:]} is not read from a file; pass "
+                          f"{flag_only[0]} on the command line")
     return {key: (path, value) for key, value in values.items()}

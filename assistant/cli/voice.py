@@ -20,6 +20,7 @@ from assistant.cli.engines import (
     wake_word_detector,
 )
 from assistant.cli.render import VoiceScreen
+from assistant.cli.saved import announce, close_saved
 from assistant.timers import Timers
 from audio.errors import AudioError
 
@@ -62,6 +63,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     rings: list = []  # the loop, once it exists: a timer going off is announced by it
     timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
     conversation, stt, tts = load_voice_engines(args, timers)
+    announce(conversation, console)
     speaker = Speaker(output_device, far_end=far_end if cleaned is not None else None)
     microphone = Microphone(input_device)
     microphone.start()
@@ -140,4 +142,5 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
             loop.close()
         microphone.close()
         speaker.close()
+        close_saved(conversation)  # after the loop: its last reply is saved first
     return 0
