@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from assistant import history_tool
 from assistant.events import (
@@ -16,9 +16,6 @@ from assistant.events import (
     ResearchBudgetReached,
     Sentence,
     Stage,
-    Summarized,
-    SummaryFailed,
-    SummaryStarted,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -26,12 +23,12 @@ from assistant.events import (
 from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter
-from assistant.summarizer import write_summary
+from assistant.summarizer import SummarizesConversation
 from assistant.tools import ToolRegistry
 from memory.fitting import PromptTooLarge
 from memory.history import History, Message
 from memory.search import HistorySearch, SearchIndexCache
-from memory.summary import RETRY_AFTER_MESSAGES, SUMMARY_SECONDS, RunningSummary, plan_summary
+from memory.summary import SUMMARY_SECONDS, RunningSummary
 from models.base import CancelToken, ChatModel, TextChunk, ToolCallChunk, UsageChunk
 from models.errors import EngineError
 
@@ -49,6 +46,10 @@ class ReplySettings:
     system_prompt: str = SYSTEM_PROMPT
     summary_seconds: float = SUMMARY_SECONDS
     """Limit for writing the running summary, including the wait for the model."""
+    idle_summaries: bool = False
+    """The summary is written between turns (`summarize_ahead`), never inside a reply, which
+    goes on with the last one written and drops what does not fit. For chat at a terminal
+    and voice, which have idle time; piped chat has none and summarizes in the reply."""
     recall_hints: bool = True
     """Show the best matching passage of a covered message beside the user's message."""
     max_messages: int | None = None
@@ -76,7 +77,7 @@ def internal_error(exc: Exception) -> Error:
         "conversation is kept; try again. `--debug` shows the details."))
 
 
-class Conversation:
+class Conversation(SummarizesConversation):
     """One conversation with one model; `reply()` is shared by chat, voice and replay."""
 
     def __init__(
@@ -102,7 +103,8 @@ class Conversation:
         """The prompt builder for the current settings (voice changes them after start)."""
         return PromptBuilder(self.model, self.settings.system_prompt,
                              self.settings.answer_tokens, self.settings.recall_hints,
-                             self._search_cache, self.settings.recent_exchanges)
+                             self._search_cache, self.settings.recent_exchanges,
+                             self.history.now)
 
     def fork(self, tools: ToolRegistry | None = None) -> Conversation:
         """A scratch copy to answer in (a speculative reply): the same model, settings and
@@ -122,6 +124,10 @@ class Conversation:
         self.history = twin.history
         self.summary = twin.summary
         return True
+
+    def confirm_fork(self, twin: Conversation) -> None:
+        """A fork's reply is this conversation's now, though adopted only once it is done
+        (a saved conversation starts saving the fork's messages here)."""
 
     def clear(self) -> None:
         """Forget the whole conversation, its summary included."""
@@ -345,44 +351,3 @@ class Conversation:
         query = " ".join(str(v) for v in call.arguments.values())[:200]
         self.history.add("tool", content, tool=name or "tool", query=query,
                          arguments=call.arguments)
-
-    # -- the running summary -----------------------------------------------------------
-
-    def _summarize_if_needed(self, current_seq: int, tools: ToolRegistry,
-                             emit: Callable[[Event], None], cancel: CancelToken) -> bool:
-        """Cover the oldest exchanges when the text no longer fits; False if cancelled.
-
-        At most once per reply, before any tool call, outside the research budget. A
-        failure falls back to the core's dropping and waits six messages to try again.
-        """
-        if current_seq < self.summary.retry_at:
-            return True
-        specs = tools.specs() if self.settings.max_tool_calls else []
-        prompts, messages = self.prompts, self.history.messages
-        bare = prompts.system_message(specs, RunningSummary(), messages)
-        room = prompts.room(bare, specs)
-        summary_tokens = (self.model.count_tokens(prompts.system_message(specs, self.summary,
-                                                                         messages))
-                          - self.model.count_tokens(bare))
-        plan = plan_summary(messages, self.summary, current_seq, prompts.count, room,
-                            summary_tokens)
-        if plan is None:
-            return True
-        emit(SummaryStarted())
-        started = self.clock()
-        outcome = write_summary(self.model, plan, self.summary, cancel,
-                                self.settings.summary_seconds, self.clock)
-        log.debug("summary of messages up to #%d: %.0f ms, %s", plan.last_seq,
-                  (self.clock() - started) * 1000,
-                  "cancelled" if outcome.cancelled else outcome.failure or "written")
-        if outcome.cancelled:
-            return False
-        if outcome.summary is None:
-            retry_at = current_seq + RETRY_AFTER_MESSAGES
-            self.summary = replace(self.summary, retry_at=retry_at)
-            emit(SummaryFailed(outcome.failure, retry_at))
-            return True
-        self.summary = outcome.summary
-        emit(Summarized(self.summary.text, self.summary.covered_through,
-                        outcome.new_bullets, outcome.replaced))
-        return True

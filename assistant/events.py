@@ -93,6 +93,14 @@ class SummaryFailed(_Event):
 
 
 @dataclass(frozen=True)
+class SummaryCancelled(_Event):
+    """The summary being written was dropped, nothing of it kept: the user spoke or typed
+    first (written between turns), or stopped the reply. It is tried again later."""
+
+    event_type: ClassVar[str] = "summary-cancelled"
+
+
+@dataclass(frozen=True)
 class RecallHint(_Event):
     """A passage of a message out of the prompt was put beside the user's message."""
 
@@ -234,11 +242,11 @@ class TimerFinished(_Event):
     """The announcement, e.g. “Your 10 minute pizza timer is done.”"""
 
 
-Event = (Status | SummaryStarted | Summarized | SummaryFailed | RecallHint
+Event = (Status | SummaryStarted | Summarized | SummaryFailed | SummaryCancelled | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone
          | Error | Heard | Spoken | Interrupted | Wake | TimerFinished)
 EVENT_TYPES: tuple[type, ...] = (
-    Status, SummaryStarted, Summarized, SummaryFailed, RecallHint, ResearchBudgetReached,
-    ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard, Spoken, Interrupted,
-    Wake, TimerFinished)
+    Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
+    ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard,
+    Spoken, Interrupted, Wake, TimerFinished)
 """Every event, in the order the README documents them."""

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from memory.history import Exchange, Message, group_exchanges
+from memory.history import Exchange, Message, group_exchanges, said_on
 from memory.redaction import redact
 
 SUMMARY_RESERVE_TOKENS = 900
@@ -77,17 +77,20 @@ def plan_summary(
     room: int,
     summary_tokens: int,
     reserve: int = SUMMARY_RESERVE_TOKENS,
+    ahead: int = 0,
 ) -> SummaryPlan | None:
     """What to cover, or None while the conversation's text fits beside the summary.
 
     When it does not fit, the oldest exchanges are covered, whole, until the newest
     ones fill at most half the room left beside a full-size summary: the next summary
-    then waits until the conversation has grown by that half again.
+    then waits until the conversation has grown by that half again. `ahead`: tokens of
+    turns still to come that must fit too (a summary written before they need it);
+    what is covered is the same.
     """
     uncovered = [m for m in messages if m.seq > summary.covered_through]
     sizes = {m.seq: count(m) for m in uncovered if is_text(m)}
     text_tokens = sum(sizes.values())
-    if text_tokens + summary_tokens <= room:
+    if text_tokens + summary_tokens + ahead <= room:
         return None
     target = max(room - reserve, 0) // 2
     chosen: list[Exchange] = []
@@ -110,6 +113,16 @@ def clip(text: str, limit: int) -> str:
 def label(exchange: Exchange) -> str:
     first, last = exchange.first_seq, exchange.last_seq
     return f"(#{first})" if first == last else f"(#{first}–#{last})"
+
+
+def stamped(exchange: Exchange, before: Exchange | None) -> str:
+    """A bullet's label: the exchange's numbers, and its day when the exchange before
+    it was on another day (or is not in this update): "(#4–#5, Sat 5 Dec)". Times of day
+    would cost the prompt about seven tokens a bullet; the look-back tool shows them."""
+    day = said_on(exchange.messages[0])
+    if before is not None and said_on(before.messages[0]) == day:
+        return label(exchange)
+    return f"{label(exchange)[:-1]}, {day})" if day else label(exchange)
 
 
 def transcript_line(message: Message, limit: int) -> str:
@@ -168,6 +181,7 @@ def summary_request(
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.*\S)\s*$")
 _NUMBER_REF = re.compile(r"#\s?(\d+)")
 _LEADING_LABEL = re.compile(r"^\(?\s*(?:messages?\s*)?#\d+(?:\s*(?:[-–—,&]|to|and)\s*#?\d+)*"
+                            r"(?:,\s*[a-z]{3} \d{1,2} [a-z]{3}(?: \d{4})?)?"  # its day (stamped)
                             r"\s*\)?\s*[:.-]?\s*", re.IGNORECASE)
 
 
@@ -222,14 +236,15 @@ def accept_bullets(
         candidates[owner] = _LEADING_LABEL.sub("", text).strip()
     bullets, replaced = [], 0
     for number, exchange in enumerate(plan.exchanges):
+        before = plan.exchanges[number - 1] if number else None
         if number in candidates:
             body = candidates[number]
-            bullet = f"- {label(exchange)} {body}"
+            bullet = f"- {stamped(exchange, before)} {body}"
             if len(bullet) > BULLET_CHARS:
                 bullet = bullet[:BULLET_CHARS - 1] + "…"
             bullets.append(bullet)
         else:
-            bullets.append(fallback_bullet(exchange))
+            bullets.append(fallback_bullet(exchange, before))
             replaced += 1
     return bullets, replaced
 
@@ -274,13 +289,13 @@ def details(text: str) -> list[str]:
     return list(found)
 
 
-def fallback_bullet(exchange: Exchange) -> str:
+def fallback_bullet(exchange: Exchange, before: Exchange | None = None) -> str:
     """A bullet that needs no model: the request's first words and the exchange's details."""
     user = next((m for m in exchange.messages if m.role == "user"), exchange.messages[0])
     first_words = " ".join(redact(user.content).split()[:14])
     if len(user.content.split()) > 14:
         first_words += "…"
-    parts = [f"- {label(exchange)} The user: “{first_words}”."]
+    parts = [f"- {stamped(exchange, before)} The user: “{first_words}”."]
     tools = [f"{m.tool} (“{clip(redact(m.query or ''), 60)}”)"
              for m in exchange.messages if m.role == "tool"]
     if tools:

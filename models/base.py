@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 
@@ -100,3 +101,10 @@ class ChatModel(ABC):
         """Process a prompt's beginning ahead of time, so the next reply that starts with it
         only pays for what is new; returns the tokens processed (0 when not supported)."""
         return 0
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Work done inside (a summary written between turns) leaves the processed prompt
+        as it found it, where the engine can: the next reply still reuses what was
+        prepared for it, even when that work was cut short."""
+        yield

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from models.errors import EngineError, PromptTooLong
 from models.interrupts import interrupts_kept
 from models.openai_format import openai_messages, tool_schemas
 from models.toolcalls import ToolCallScanner, describe_tools, render_call
+
+log = logging.getLogger(__name__)
 
 # A system message used only to measure what one more message costs, so that
 # templates which add a default system prompt do not skew the count.
@@ -57,6 +61,12 @@ the tokens already cached, and stays resident: a 7,000-token prompt (a long summ
 SmolLM2 242 MB larger with 512 a pass, 32 MB larger with 64, and 64 read prompts as fast
 or faster (1,086 against 900 tokens/s at 500 tokens; 267 against 220 at 7,000). At 32 it
 slowed (859 tokens/s at 500)."""
+
+ASIDE_STATE_BYTES = 64 * 1024 * 1024
+"""The largest processed prompt kept aside while a summary is written between turns.
+SmolLM2 takes 18 KB a token (a 670-token prompt: 12 MB, saved or restored in about
+50 ms); a bigger one (a long prompt, a bigger model) is read again instead of being held
+twice in memory."""
 
 
 class LlamaChatModel(ChatModel):
@@ -201,6 +211,9 @@ class LlamaChatModel(ChatModel):
             raise PromptTooLong(f"the prompt has {len(tokens)} tokens; the context holds "
                                 f"{self.context_size}")
         cached = self._cached_prefix(tokens)
+        if cancel is not None and not self._read_prompt(tokens, cached, cancel):
+            yield UsageChunk(len(tokens), self._llm.n_tokens - cached, 0)
+            return
         scanner = ToolCallScanner()
         completion = 0
         pieces = self._llm.create_completion(
@@ -216,6 +229,48 @@ class LlamaChatModel(ChatModel):
             pieces.close()
         yield from scanner.finish()
         yield UsageChunk(len(tokens), len(tokens) - cached, completion)
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        # The summary's request takes llama.cpp's one cache: without this, a reply after a
+        # summary the user cut short read its whole prompt again (2.4 s on two busy cores).
+        import llama_cpp
+
+        llm, state = self._llm, None
+        try:
+            if llm.n_tokens and llama_cpp.llama_state_get_size(llm.ctx) <= ASIDE_STATE_BYTES:
+                state = llm.save_state()
+        except Exception:  # only an optimisation: the prompt is read again if needed
+            log.debug("keeping the processed prompt aside failed", exc_info=True)
+        try:
+            yield
+        finally:
+            if state is not None:
+                try:
+                    llm.load_state(state)
+                except Exception:  # the cache may be half restored: read it all again
+                    log.debug("restoring the processed prompt failed", exc_info=True)
+                    llm.reset()
+
+    def _read_prompt(self, tokens: list[int], cached: int, cancel: CancelToken) -> bool:
+        """Evaluate the prompt after its cached prefix one batch at a time, so that a cancel
+        stops it between two batches; False if cancelled. create_completion reads a whole
+        prompt in one call, and a summary's request of 1,500 tokens is seconds of it: the
+        user who speaks meanwhile must not wait for that. The last, partial batch is left
+        to create_completion, so the batches (and the numbers) are exactly as before."""
+        llm = self._llm
+        end = cached + (len(tokens) - 1 - cached) // llm.n_batch * llm.n_batch
+        if end > cached:
+            llm.n_tokens = cached  # what follows the common prefix is the old prompt's
+        for start in range(cached, end, llm.n_batch):
+            if cancel.cancelled:
+                return False
+            try:
+                llm.eval(tokens[start:start + llm.n_batch])
+            except (RuntimeError, ValueError) as exc:
+                raise EngineError(f"the language model {self.name} failed while reading the "
+                                  f"prompt: {exc}") from exc
+        return not cancel.cancelled
 
     def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
         # Rendered without the generation prompt: exactly the beginning the next prompt,

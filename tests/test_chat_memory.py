@@ -321,7 +321,10 @@ def test_the_summary_event_comes_before_the_tool_call_in_the_reply_that_summariz
     assert kinds.index(SummaryStarted) < kinds.index(Summarized) < kinds.index(ToolCall)
     summary = next(e for e in events if isinstance(e, Summarized))
     assert summary.covered_through == conversation.summary.covered_through
-    assert summary.text.startswith("- (#1–#2) The user and the assistant talked about")
+    # A bullet says the day of its exchange when the one before it was on another day.
+    assert re.match(r"- \(#1–#2, \w{3} \d{1,2} \w{3}\) The user and the assistant "
+                    r"talked about", summary.text)
+    assert "\n- (#3–#4) " in summary.text
 
 
 def test_a_stored_summary_stands_in_for_what_it_covers():
@@ -459,7 +462,7 @@ def test_summary_command_prints_the_summary_and_what_it_covers(command_output):
     session.command(command_output)
     shown = out.getvalue()
     assert "Earlier in this conversation (messages #1–" in shown
-    assert "- (#1–#2)" in shown and "#1: a pasted text of" in shown
+    assert "- (#1–#2, " in shown and "#1: a pasted text of" in shown
 
 
 # -- how many earlier exchanges the model sees ------------------------------------------

@@ -70,3 +70,57 @@ def test_a_long_chat_is_summarized_and_a_covered_fact_goes_back_beside_the_quest
         < shown.index(done.text[:40])
     assert isinstance(done, ReplyDone) and done.text.strip()
     assert done.prompt_tokens <= 1536 - 160
+
+
+def test_a_summary_written_between_turns_stops_for_the_user_then_spares_the_reply(
+        model, monkeypatch):
+    from dataclasses import replace
+
+    from assistant.events import SummaryCancelled
+    from memory.summary import RunningSummary
+    from models.base import CancelToken
+
+    conversation = build_conversation(model, hints=True)
+    conversation.settings = replace(conversation.settings, idle_summaries=True)
+    assert conversation.prepare_next() > 0  # the next prompt's beginning, read ahead
+    cancel = CancelToken()
+    batches: list[int] = []
+    evaluate = model._llm.eval
+
+    def read_then_the_user_speaks(tokens) -> None:
+        batches.append(len(tokens))
+        evaluate(tokens)
+        cancel.cancel()  # the user speaks while the model reads the summary's request
+
+    monkeypatch.setattr(model._llm, "eval", read_then_the_user_speaks)
+    events: list = []
+    assert conversation.summarize_ahead(events.append, cancel) is False
+    monkeypatch.setattr(model._llm, "eval", evaluate)
+    assert [type(e) for e in events] == [SummaryStarted, SummaryCancelled]
+    assert batches == [64]  # stopped between two batches of the request, not at its end
+    assert conversation.summary == RunningSummary()  # nothing half-written
+    assert conversation.prepare_next() == 0  # what was read ahead is still there
+    # The next silence writes it; the reply after it does not summarize, and reads it.
+    events = []
+    assert conversation.summarize_ahead(events.append, CancelToken())
+    assert [type(e) for e in events] == [SummaryStarted, Summarized]
+    assert events[-1].covered_through == conversation.summary.covered_through > 2
+    events = []
+    done = conversation.reply("Which port does the billing service use?", events.append)
+    assert not [e for e in events if isinstance(e, (SummaryStarted, Summarized))]
+    assert isinstance(done, ReplyDone) and done.text.strip()
+    assert RecallHint(1) in events  # the paste is covered: its passage goes beside the question
+
+
+def test_todays_date_in_the_prompt_keeps_its_beginning_reused_from_turn_to_turn(model):
+    from assistant.conversation import Conversation, ReplySettings
+    from assistant.tools import builtin_tools
+
+    conversation = Conversation(model, builtin_tools(), ReplySettings(answer_tokens=48))
+    conversation.reply("Name a colour.", lambda event: None)
+    conversation.prepare_next()  # as chat and voice do while the user types or talks
+    done = conversation.reply("Name another one.", lambda event: None)
+    assert "Today is " in conversation.prompts.system_message([], conversation.summary,
+                                                              conversation.history.messages).content
+    # Only the new message is processed: the system prompt, date included, is reused.
+    assert done is not None and done.processed_tokens < 40 < done.prompt_tokens

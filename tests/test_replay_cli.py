@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,8 @@ SENTENCE = "This is a long answer."
 MS_PER_CHAR = 50
 """The stand-in voice speaks every character for this long (so SENTENCE lasts 1.1 s)."""
 
-TURN_FIELDS = {"input", "heard", "reply", "events", "interrupted", "spoken_seconds", "timings"}
+TURN_FIELDS = {"input", "heard", "reply", "events", "interrupted", "spoken_seconds", "timings",
+               "idle"}
 SPEECH_TIMINGS = {"end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms",
                   "first_audio_ms", "latency_ms"}
 BARGE_IN_TIMINGS = {"barge_in_detect_ms", "barge_in_stop_ms"}
@@ -101,6 +103,7 @@ def test_replay_prints_one_json_document_with_the_documented_fields(parley_repla
         assert all(isinstance(e["ms"], float | int) and e["ms"] >= 0 for e in turn["events"])
         assert turn["events"][-1]["type"] == "reply-done"
         assert not BARGE_IN_TIMINGS & set(turn["timings"])
+        assert turn["idle"] == []  # nothing to summarize between these turns
     assert [e["type"] for e in typed["events"] if e["type"].startswith("tool")] == [
         "tool-call", "tool-result"]
     assert spoken["events"][0] == {"ms": spoken["events"][0]["ms"], "type": "heard",
@@ -114,6 +117,9 @@ def test_replay_prints_one_json_document_with_the_documented_fields(parley_repla
         timings["end_of_speech_ms"] + timings["first_audio_ms"], abs=0.2)
     assert {"first_token_ms", "first_sentence_ms", "first_audio_ms", "latency_ms"} <= set(
         typed["timings"])
+    # Every message says when it was said, in order, in local time with its offset.
+    said = [datetime.fromisoformat(m.pop("at")) for m in report["messages"]]
+    assert said == sorted(said) and all(t.utcoffset() is not None for t in said)
     assert report["messages"] == [
         {"seq": 1, "role": "user", "content": "Use the calculator for 6*7."},
         {"seq": 2, "role": "tool", "content": "6*7 = 42", "tool": "calculator", "query": "6*7"},
@@ -135,6 +141,8 @@ def test_replay_out_writes_the_document_there_and_prints_nothing(parley_replay, 
     written = json.loads(text)
     assert text.endswith("}\n") and set(written) == {"turns", "messages", "summary"}
     # The same conversation as the printed one (only timings differ between runs).
+    for message in written["messages"] + printed["messages"]:
+        message.pop("at")
     assert written["messages"] == printed["messages"]
     assert [(t["input"], t["heard"], t["reply"], [e["type"] for e in t["events"]])
             for t in written["turns"]] == [
@@ -196,6 +204,6 @@ def test_during_reply_ms_without_barge_in_is_not_heard_under_fast(parley_replay)
     # Parley did not hear the clip while it spoke: no turn came of it.
     assert second == {"turn": 2, "input": SPOKEN_OVER[1] | {
         "audio": str(parley_replay.folder / "over.wav")}, "heard": "", "reply": "",
-        "events": [], "interrupted": False, "spoken_seconds": 0.0, "timings": {}}
+        "events": [], "interrupted": False, "spoken_seconds": 0.0, "timings": {}, "idle": []}
     assert [m["content"] for m in report["messages"]] == ["Tell me a long story.", LONG_ANSWER]
     assert len(parley_replay.models[0].prompts) == 1

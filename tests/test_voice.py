@@ -311,8 +311,11 @@ def test_voice_summarizes_what_no_longer_fits_and_passes_the_summary_on(tmp_path
     finally:
         loop.close()
     report = session_json(loop, session, produced)
-    events = [e for turn in report["turns"] for e in turn["events"]]
-    assert "summary-start" in [e["type"] for e in events]
+    # Written between turns, after a reply was spoken: never inside a reply.
+    events = [e["type"] for turn in report["turns"] for e in turn["events"]]
+    assert not [kind for kind in events if kind.startswith("summary")]
+    idle = [e["type"] for turn in report["turns"] for e in turn["idle"]]
+    assert idle[:2] == ["summary-start", "summary"]
     assert report["summary"]["covered_through"] >= 2
     # The spoken turn's prompt holds the summary instead of what it covers.
     spoken_prompt = model.prompts[-1]

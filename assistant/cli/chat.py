@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import TextIO
 
@@ -9,16 +10,19 @@ from rich.console import Console
 
 from assistant.cli.render import ChatRenderer
 from assistant.conversation import Conversation
+from assistant.events import Event, Summarized, SummaryFailed
 from assistant.timers import Timer, Timers, cancelled_line, finished_event
 from assistant.workers import Worker, run_interruptibly
+from memory.history import said_at
 from memory.summary import summary_block
 from models.base import CancelToken
 
 HELP_TEXT = """Commands:
   /help      this help
-  /history   the numbered messages of this conversation
+  /history   the numbered messages of this conversation, with when each was said
   /summary   the summary of earlier messages that no longer fit, and what it covers
-  /clear     forget the conversation and start again
+  /clear     forget the conversation and start again (with --save or --resume, in its
+             file too)
   /quit      end (or Ctrl-D); Ctrl-C stops a reply but keeps the conversation"""
 
 
@@ -28,7 +32,11 @@ class ChatSession:
         self.conversation = conversation
         self.timers = timers
         self.interactive = interactive
-        self._prepared: Worker | None = None
+        if interactive:  # idle time between lines: the summary is written in it
+            conversation.settings = replace(conversation.settings, idle_summaries=True)
+        self._idle: tuple[Worker, CancelToken] | None = None
+        """The work done while the user types: the summary, then the next prompt's beginning."""
+        self._idle_outcomes: list[Event] = []
         # Piped output stays plain text, so transcripts compare exactly.
         self.console = console or Console(highlight=False, markup=False,
                                           force_terminal=interactive or None)
@@ -44,11 +52,13 @@ class ChatSession:
         elif name == "/history":
             for m in self.conversation.history.messages:
                 who = f"{m.role} ({m.tool})" if m.tool else m.role
+                when = f", {said_at(m)}" if m.at else ""
                 text = m.content if len(m.content) <= 200 else m.content[:200] + "…"
-                self.console.print(f"#{m.seq} {who}: {text}")
+                self.console.print(f"#{m.seq} {who}{when}: {text}", soft_wrap=True)
         elif name == "/summary":
             self.show_summary()
         elif name == "/clear":
+            self._stop_idle()  # a summary of the old conversation must not land in the new
             self.conversation.clear()
             self.console.print("· Conversation cleared.", style="dim")
         else:
@@ -96,17 +106,47 @@ class ChatSession:
                     break
                 continue
             cancel = CancelToken()
-            self._wait_prepared()
+            self._stop_idle()
+            for event in self._idle_outcomes:  # written while the user typed: said now
+                self.render(event)
+            self._idle_outcomes.clear()
             run_interruptibly(partial(self.conversation.reply, line, self.render, cancel),
                               cancel.cancel)
-            # While the user types, process the next prompt's beginning (the model is idle).
-            self._prepared = Worker(self.conversation.prepare_next, "prepare")
+            self._start_idle()
         # Leaving while llama.cpp still runs on a daemon thread can crash the interpreter.
-        self._wait_prepared()
+        self._stop_idle()
         self.end_timers()
         return 0
 
-    def _wait_prepared(self) -> None:
-        # One model, one user at a time: the reply waits for the preparation to finish.
-        if self._prepared is not None:
-            self._prepared.wait()
+    def _start_idle(self) -> None:
+        """While the user types (the model is idle): write the summary the coming turns
+        will need (a terminal only), then process the next prompt's beginning, which the
+        summary changes. Its outcome is shown with the next reply: printed now, it would
+        land in the middle of the line being typed."""
+        cancel = CancelToken()
+
+        def work() -> None:
+            if self.conversation.settings.idle_summaries:
+                self.conversation.summarize_ahead(self._keep_outcome, cancel)
+            if not cancel.cancelled:
+                self.conversation.prepare_next()
+
+        self._idle = (Worker(work, "idle"), cancel)
+
+    def _keep_outcome(self, event: Event) -> None:
+        if isinstance(event, (Summarized, SummaryFailed)):
+            self._idle_outcomes.append(event)
+
+    def _stop_idle(self) -> None:
+        """One model, one user at a time: before a reply, stop the summary being written
+        between turns (the reply goes on with the last one; the next idle time tries again)
+        and wait for the model's current step, or for the prompt being prepared, which the
+        reply would read anyway. Piped input writes no summary between lines: there the
+        next line waits for the preparation, as before."""
+        if self._idle is None:
+            return
+        worker, cancel = self._idle
+        if self.interactive:
+            cancel.cancel()
+        worker.wait()
+        self._idle = None

@@ -105,6 +105,9 @@ class AnswersAhead:
             return
         forked_from = self.conversation.history.messages
         scratch = self.conversation.fork(self.conversation.tools.guarded(speculation.guard))
+        # Confirmed, it is the conversation's reply: what it says is kept from then on,
+        # not only once it is done and adopted (a saved conversation writes it at once).
+        speculation.when_committed(lambda: self.conversation.confirm_fork(scratch))
         self._speculating = speculation
         try:
             self._heard(record, transcript, heard_at, False)

@@ -10,11 +10,11 @@ listening goes on while Parley thinks and speaks.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from assistant.events import (
 )
 from assistant.voice.ahead import AnswersAhead
 from assistant.voice.alarm import RingsTimers
+from assistant.voice.idle import IdlesBetweenTurns, TurnQueue
 from assistant.voice.listening import Listens
 from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply
@@ -53,7 +54,7 @@ from models.speech import SpeechToText, TextToSpeech, Transcript
 log = logging.getLogger(__name__)
 
 
-class VoiceLoop(RingsTimers, AnswersAhead, Listens):
+class VoiceLoop(RingsTimers, AnswersAhead, Listens, IdlesBetweenTurns):
     def __init__(
         self,
         conversation: Conversation,
@@ -75,6 +76,9 @@ class VoiceLoop(RingsTimers, AnswersAhead, Listens):
         self.output = output
         self.segmenter = segmenter
         self.settings = settings or VoiceSettings()
+        # The loop has the time between turns: the summary is written in it, not in replies.
+        conversation.settings = replace(conversation.settings,
+                                        idle_summaries=self.settings.idle_summaries)
         self.render = render or (lambda event: None)
         self.clock = clock
         self.keep_audio = keep_audio
@@ -83,7 +87,8 @@ class VoiceLoop(RingsTimers, AnswersAhead, Listens):
         self.prefilled_tokens = 0
         """Prompt tokens processed between turns, ahead of the replies that use them."""
         self.listening = not self.settings.push_to_talk
-        self._turns: queue.Queue = queue.Queue()
+        self._turns = TurnQueue(self._turn_queued)
+        self._start_idle_state()
         self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
         self._speculative: tuple[int, Future, Speculation | None] | None = None
         """The last pause: where speech stopped, its transcript, and the reply started on
@@ -175,23 +180,12 @@ class VoiceLoop(RingsTimers, AnswersAhead, Listens):
         """Stop the current reply (cancel generation, silence its speech) and drop the turns
         heard or typed before now that are still waiting or being transcribed."""
         self._interrupted_at = self.clock()
+        self._cancel_idle()
         with self._lock:
             if self._cancel is not None:
                 self._cancel.cancel()
             if self._speech is not None:
                 self._speech.stop()
-
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until every queued turn was answered and spoken."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._turns.all_tasks_done:
-                if not self._turns.unfinished_tasks:
-                    return True
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._turns.all_tasks_done.wait(left if left is not None else 0.5)
 
     @property
     def quiet(self) -> bool:
@@ -234,19 +228,15 @@ class VoiceLoop(RingsTimers, AnswersAhead, Listens):
         self._keep(record)
         return record
 
-    def _prepare(self) -> None:
-        """While the user is talking (and nothing is queued), prime the model's cache."""
-        if self.settings.prefill and self._turns.empty() and not self._input_ended:
-            self.prefilled_tokens += self.conversation.prepare_next()
-
     def _answer_turns(self) -> None:
-        self._prepare()
+        self._between_turns(None)
         while True:
             item = self._turns.get()
             if item is None:
                 self._turns.task_done()
                 return
             record, payload = item
+            waited = self._idle_waited()
             try:
                 self._turn(record, payload)
             except Exception as exc:  # a bug; one bad turn must not end the session
@@ -254,11 +244,12 @@ class VoiceLoop(RingsTimers, AnswersAhead, Listens):
                 self._emit(record, Error(Stage.VOICE, f"That turn failed ({exc}); the "
                                                       "conversation is kept, try again."))
             finally:
+                if waited is not None:  # set now: a held reply's commit shifts the others
+                    record.timings[waited[0]] = waited[1]
                 record.finished.set()
-                try:
-                    self._prepare()
-                finally:
-                    self._turns.task_done()
+                self._idle_done.clear()  # the work between turns is due before it is idle
+                self._turns.task_done()
+                self._between_turns(record)
 
     def _ms_since(self, record: TurnRecord, at: float | None = None) -> float:
         return round(((self.clock() if at is None else at) - record.started) * 1000, 1)

@@ -138,13 +138,22 @@ class SkippableClock:
 class _Input:
     """Feeds replay's audio into the loop. With a simulated `microphone` (`--echo`), audio
     never stops, as a live microphone's does not: silence, carrying the echo of what Parley
-    says, is fed at real-time pace while replay waits between turns."""
+    says, is fed at real-time pace while replay waits between turns.
+
+    The next turn comes once the previous reply has been spoken. In real time the work
+    between turns (the summary written ahead, the next prompt's beginning) goes on while
+    the session's time passes, and a turn that comes first cancels it, as live. As fast as
+    possible there is no such time, so it is given all it needs: the next turn waits for
+    it, and a replay gives the same results every time.
+    """
 
     FRAME = SAMPLE_RATE * 30 // 1000
 
-    def __init__(self, loop: VoiceLoop, microphone: MicrophoneInput | None) -> None:
+    def __init__(self, loop: VoiceLoop, microphone: MicrophoneInput | None,
+                 virtual_time: bool) -> None:
         self.loop = loop
         self.microphone = microphone
+        self.ready = loop.wait_idle if virtual_time else loop.wait_replied
 
     def feed(self, frame: np.ndarray) -> None:
         if self.microphone is not None:
@@ -174,10 +183,10 @@ class _Input:
     def until_idle(self, timeout_s: float) -> None:
         """Until every turn is answered and its echo has died away."""
         if self.microphone is None:
-            self.loop.wait_idle(timeout_s)
+            self.ready(timeout_s)
             self.loop.wait_quiet()
         else:
-            self.until(lambda: self.loop.wait_idle(0) and self.loop.quiet
+            self.until(lambda: self.ready(0) and self.loop.quiet
                        and not self.loop.output.speaking, timeout_s)
 
 
@@ -191,7 +200,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
     moves the timers' clock on instead of waiting. With `microphone` (a simulated room,
     real-time only), every clip and the silence between them goes through it.
     """
-    source = _Input(loop, microphone)
+    source = _Input(loop, microphone, virtual_time=fast and microphone is None)
     starts: list[int] = []
     for turn in turns:
         if turn.wait_s is not None:
@@ -219,6 +228,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
             loop.stop_listening()  # end of input: a clip cut short still counts
     loop.end_of_input()
     source.until_idle(timeout_s)
+    loop.wait_idle(timeout_s)  # the last turn's records are complete
     ends = [*starts[1:], len(loop.records)]
     return [loop.records[start:end] for start, end in zip(starts, ends, strict=True)]
 
@@ -243,6 +253,7 @@ def session_json(loop: VoiceLoop, turns: list[ReplayTurn],
         "turns": out_turns,
         "messages": [
             {"seq": m.seq, "role": m.role, "content": m.content,
+             **({"at": m.at.isoformat(timespec="seconds")} if m.at else {}),
              **({"tool": m.tool, "query": m.query} if m.tool else {})}
             for m in conversation.history.messages],
         "summary": {"text": conversation.summary.text,
@@ -254,10 +265,12 @@ def _merge(records: list[TurnRecord]) -> dict:
     """One session turn usually makes one heard turn; a cut or split clip makes several."""
     if not records:
         return {"heard": "", "reply": "", "events": [], "interrupted": False,
-                "spoken_seconds": 0.0, "timings": {}}
+                "spoken_seconds": 0.0, "timings": {}, "idle": []}
     first = records[0]
     events = [dict(event, part=number) if len(records) > 1 else event
               for number, record in enumerate(records) for event in record.events]
+    idle = [dict(event, part=number) if len(records) > 1 else event
+            for number, record in enumerate(records) for event in record.idle]
     return {
         "heard": " ".join(r.heard for r in records if r.heard),
         "reply": " ".join(r.reply for r in records if r.reply),
@@ -265,4 +278,5 @@ def _merge(records: list[TurnRecord]) -> dict:
         "interrupted": any(r.interrupted for r in records),
         "spoken_seconds": round(sum(r.spoken_seconds for r in records), 2),
         "timings": dict(next((r.timings for r in records if r.timings), first.timings)),
+        "idle": idle,
     }

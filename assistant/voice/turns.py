@@ -34,6 +34,9 @@ class VoiceSettings:
     whole first sentence."""
     prefill: bool = True
     """Between turns, process the next prompt's beginning so a reply starts sooner."""
+    idle_summaries: bool = True
+    """Write the summary between turns, once a reply has been spoken, so that no reply
+    waits for one; the next turn cancels it (tried again at the next silence)."""
     ring_times: int = 3
     """A finished timer is announced this many times, until the user speaks or types."""
     ring_gap_s: float = 2.0
@@ -70,6 +73,9 @@ class TurnRecord:
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     audio: list[np.ndarray] = field(default_factory=list, repr=False)
     """The reply's audio, kept only for `parley replay --audio-out`."""
+    idle: list[dict] = field(default_factory=list)
+    """Events of the work after this turn's reply, before the next turn (the summary
+    written ahead), timed like `events` from the turn's start."""
 
     def first_audio_seen(self) -> bool:
         return self.timings.get("first_audio_ms") is not None
