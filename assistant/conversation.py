@@ -50,6 +50,9 @@ class ReplySettings:
     """The summary is written between turns (`summarize_ahead`), never inside a reply, which
     goes on with the last one written and drops what does not fit. For chat at a terminal
     and voice, which have idle time; piped chat has none and summarizes in the reply."""
+    tell_date: bool = True
+    """Say today's date in the system prompt (the embedded 135M model answers worse for it:
+    "The CAPT." instead of "Paris"; it gets False)."""
     recall_hints: bool = True
     """Show the best matching passage of a covered message beside the user's message."""
     max_messages: int | None = None
@@ -104,7 +107,7 @@ class Conversation(SummarizesConversation):
         return PromptBuilder(self.model, self.settings.system_prompt,
                              self.settings.answer_tokens, self.settings.recall_hints,
                              self._search_cache, self.settings.recent_exchanges,
-                             self.history.now)
+                             self.history.now, self.settings.tell_date)
 
     def fork(self, tools: ToolRegistry | None = None) -> Conversation:
         """A scratch copy to answer in (a speculative reply): the same model, settings and

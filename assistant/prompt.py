@@ -54,10 +54,12 @@ class PromptBuilder:
     def __init__(self, model: ChatModel, system_prompt: str, answer_tokens: int,
                  recall_hints: bool, cache: SearchIndexCache,
                  recent_exchanges: int | None = None,
-                 now: Callable[[], datetime] = local_now) -> None:
+                 now: Callable[[], datetime] = local_now, tell_date: bool = True) -> None:
         self.model = model
         self.now = now
-        """The date told to the model comes from here."""
+        """The date told to the model comes from here…"""
+        self.tell_date = tell_date
+        """…if it is told (SmolLM2-135M answers worse for any line more: not told)."""
         self.system_prompt = system_prompt
         self.answer_tokens = answer_tokens
         self.recall_hints = recall_hints
@@ -77,12 +79,14 @@ class PromptBuilder:
         # The date, not the time: the prompt's beginning then stays the same all day, and
         # llama.cpp reuses it from reply to reply. The clock tool gives the time.
         today = self.now()
-        text = f"{self.system_prompt}\nToday is {today:%A}, {today.day} {today:%B %Y}."
+        text = self.system_prompt
         with_lookup = any(t.name == history_tool.NAME for t in tools)
         if tools:
             text += "\n" + TOOL_STRATEGY
         if with_lookup:
             text += "\n" + history_tool.STRATEGY
+        if self.tell_date:
+            text += f"\nToday is {today:%A}, {today.day} {today:%B %Y}."
         block = summary_block(summary, messages, with_lookup)
         if block:
             text += "\n\n" + block

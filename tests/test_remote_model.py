@@ -24,6 +24,7 @@ from models.embedded import default_llm
 from models.errors import EngineError
 from models.openai_compat import OpenAIChatModel, RemoteModelError
 from models.openai_format import openai_messages
+from tests.fakes import untimed
 from tests.test_remote_tools import (
     WAIT_S,
     ScriptedServer,
@@ -120,9 +121,9 @@ def test_a_tool_result_in_the_history_reaches_llama_cpp_pythons_server(llama_ser
                  "--answer-tokens", "32"]) == 0
     out = capsys.readouterr().out
     assert "The model failed" not in out, out
-    assert "#2 tool (calculator): 17 * 23 = 391\n" in out
+    assert "#2 tool (calculator): 17 * 23 = 391\n" in untimed(out)
     # A failed reply takes its message back; SmolLM2's answer itself may be empty.
-    assert "#4 user: Name a fruit.\n" in out
+    assert "#4 user: Name a fruit.\n" in untimed(out)
 
 
 # -- the API key ----------------------------------------------------------------------
@@ -146,7 +147,7 @@ def test_the_api_key_goes_as_a_bearer_token_and_is_never_printed(tmp_path, accep
     assert {r.headers.get("authorization") for r in server.requests} == {f"Bearer {KEY}"}
     assert {"/extras/tokenize", "/v1/chat/completions"} <= {r.path for r in server.requests}
     if accepted:
-        assert "Hi there." in out and "#4 assistant: Hi there." in out
+        assert "Hi there." in untimed(out) and "#4 assistant: Hi there." in untimed(out)
     else:  # the server's answer quotes the key: the user sees the refusal, not the key
         assert "answered HTTP 401" in said(out) and "Incorrect API key provided: ***" in out
         assert "#1" not in out  # the refused messages were not added
@@ -211,7 +212,7 @@ def test_a_message_fits_by_3_character_counts_to_the_last_token(monkeypatch, cap
         out, _ = parley_chat(monkeypatch, capsys, server.url, f"{over}\n{fits}\n/history\n",
                              "--ctx", "2048")
     assert too_long(out) == [(room + 1, room)]
-    assert "Got it.\n#1 user: yyy" in out
+    assert "Got it.\n#1 user: yyy" in untimed(out)
     assert [m["content"] for m in server.chats[0]["messages"]][1:] == [fits]
 
 
@@ -253,7 +254,7 @@ def test_a_failing_server_is_a_clear_error_and_the_conversation_goes_on(failure,
     assert f"! The model failed to answer (the model server at {server.url}" in said(out) \
         or f"! The model failed to answer (the server at {server.url}" in said(out), out
     assert told in said(out) and "The conversation is kept; try again." in out
-    assert out.endswith("Back.\n#1 user: hello\n#2 assistant: Hi.\n"
+    assert untimed(out).endswith("Back.\n#1 user: hello\n#2 assistant: Hi.\n"
                         "#3 user: once more\n#4 assistant: Back.\n"), out
     last = [m["content"] for m in server.chats[2]["messages"][1:]]
     assert last == ["hello", "Hi.", "once more"]
@@ -289,4 +290,4 @@ def test_a_server_that_goes_down_is_a_clear_error_and_the_conversation_is_kept(m
         out, _ = parley_chat(monkeypatch, capsys, server.url, open(read))
         typist.join(WAIT_S)
     assert f"cannot reach the model server at {server.url}; is it running?" in said(out)
-    assert out.endswith("#1 user: hello\n#2 assistant: Hi.\n"), out
+    assert untimed(out).endswith("#1 user: hello\n#2 assistant: Hi.\n"), out

@@ -6,6 +6,8 @@ import sys
 import pexpect
 import pytest
 
+from tests.fakes import HISTORY_TIME
+
 pytestmark = pytest.mark.real
 
 
@@ -27,8 +29,8 @@ def test_ctrl_c_stops_the_reply_and_the_conversation_goes_on():
         child.expect(r"\[stopped\]")
         child.expect("you> ")
         child.sendline("/history")
-        child.expect(r"#1 user: Write a very long story")
-        child.expect(r"#2 assistant: ")
+        child.expect(r"#1 user" + HISTORY_TIME + r": Write a very long story")
+        child.expect(r"#2 assistant" + HISTORY_TIME + r": ")
         child.expect("you> ")
         child.sendline("/quit")
         child.expect(pexpect.EOF)

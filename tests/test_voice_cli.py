@@ -20,7 +20,7 @@ from assistant.cli.main import main
 from assistant.tools import RESULT_CUT_NOTE as CUT_NOTE
 from assistant.voice.loop import VoiceLoop
 from audio.memory_out import MemorySpeaker
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, untimed
 
 
 class SilentMicrophone:
@@ -219,7 +219,8 @@ def test_voice_cuts_a_tool_result_at_4000_characters_and_keeps_400_messages(
     assert any(m.role == "tool" and m.content == tool.content
                for m in voice.model.prompts[1])
 
-    shown = [line for line in capsys.readouterr().out.splitlines() if line.startswith("#")]
+    shown = [line for line in untimed(capsys.readouterr().out).splitlines()
+             if line.startswith("#")]
     assert len(shown) == 400
     assert shown[0] == f"#2 tool (calculator): {full[:200]}…"
     assert shown[1] == "#3 assistant: That is a very big number."

@@ -14,6 +14,7 @@ import pytest
 
 from audio import samples
 from audio.chime import NOTE_SECONDS, NOTES_HZ
+from tests.fakes import HISTORY_TIME
 from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
 
 pytestmark = pytest.mark.real
@@ -97,12 +98,12 @@ def test_hands_free_hears_the_microphone_and_speaks_through_the_speaker(server):
         child.expect(r"\w+ \w+")  # the reply's text, shown as it is spoken
         server.wait_fed()
         # Wait for the reply to finish, then the speaker's monitor must hold its voice.
-        wait_for_history(child, r"#2 assistant: ")
+        wait_for_history(child, r"#2 assistant" + HISTORY_TIME + r": ")
         played = recording.stop()
         assert np.sqrt(np.mean(played.astype(np.float64) ** 2)) > 100, "nothing was played"
         # A typed line is a message in the same conversation.
         child.sendline("Thank you.")
-        wait_for_history(child, r"#3 user: Thank you\.")
+        wait_for_history(child, r"#3 user" + HISTORY_TIME + r": Thank you\.")
         quit_cleanly(child)
     finally:
         child.close(force=True)
@@ -148,18 +149,18 @@ def test_a_vanished_microphone_keeps_the_conversation_and_listening_resumes(serv
     try:
         child.logfile_read = log = io.StringIO()
         child.sendline("Remember the word lighthouse.")
-        wait_for_history(child, r"#2 assistant: ")
+        wait_for_history(child, r"#2 assistant" + HISTORY_TIME + r": ")
         server.kill()  # the sound server dies: the microphone is gone
         child.expect("The conversation is kept; type meanwhile", timeout=30)
         child.sendline("/history")  # the conversation is still there meanwhile
-        child.expect(r"#1 user: Remember the word lighthouse\.")
+        child.expect(r"#1 user" + HISTORY_TIME + r": Remember the word lighthouse\.")
         server.restart()
         child.expect("Listening again", timeout=30)
         pcm, _ = speech()
         server.feed(pcm)
         child.expect(r"you: ([^\r\n]+)", timeout=60)
         assert "young man" in child.match.group(1).lower()
-        wait_for_history(child, r"#3 user: [^\r\n]*young man")
+        wait_for_history(child, r"#3 user" + HISTORY_TIME + r": [^\r\n]*young man")
         quit_cleanly(child)
         # The sound libraries' own diagnostics do not flood the user's terminal.
         assert "ALSA lib" not in log.getvalue() and "Expression '" not in log.getvalue()
@@ -191,7 +192,7 @@ def test_barge_in_through_the_real_devices_stops_the_reply(server):
         assert float(child.match.group(1)) > 0  # it was heard for a while, then stopped
         child.expect(r"you: ([^\r\n]+)", timeout=60)
         assert "young man" in child.match.group(1).lower()
-        wait_for_history(child, r"#3 user: [^\r\n]*young man")
+        wait_for_history(child, r"#3 user" + HISTORY_TIME + r": [^\r\n]*young man")
         played = recording.stop()
         assert played.size and np.abs(played).max() > 100  # it did speak before it stopped
         quit_cleanly(child)

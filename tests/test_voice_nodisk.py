@@ -8,6 +8,7 @@ import pexpect
 import pytest
 
 from audio import espeak
+from tests.fakes import HISTORY_TIME
 from tests.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
 from tests.soundserver import SoundServer, running_sound_server
 from tests.test_voice_live import speech, wait_for_history
@@ -40,7 +41,7 @@ def test_a_spoken_and_typed_voice_session_writes_nothing_to_disk(server, tmp_pat
             pcm = np.concatenate([espeak.espeak("Okay Nabu."), pcm])
         server.feed(pcm)
         child.expect(r"you: [^\r\n]*young man")
-        wait_for_history(child, r"#2 assistant: ")
+        wait_for_history(child, r"#2 assistant" + HISTORY_TIME + r": ")
         child.sendline("What is 6 times 7?")
         child.expect("42")
         child.sendline("Set a 2 second timer.")

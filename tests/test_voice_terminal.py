@@ -14,6 +14,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from tests.fakes import HISTORY_TIME
 from tests.soundserver import SoundServer, running_sound_server
 
 pytestmark = pytest.mark.real
@@ -90,7 +91,7 @@ def test_bare_parley_at_a_terminal_with_a_microphone_starts_voice_and_ctrl_d_end
         server.feed(pcm)  # it hears the microphone: this is voice, not text chat
         child.expect(r"you: ([^\r\n]+)")
         assert "young man" in child.match.group(1).lower()
-        wait_for_history(child, r"#2 assistant: ")
+        wait_for_history(child, r"#2 assistant" + HISTORY_TIME + r": ")
         child.sendeof()
         ended_cleanly(child)
     finally:
@@ -168,14 +169,14 @@ def test_without_portaudio_bare_parley_says_why_in_one_line_and_chats(tmp_path):
         child.expect("391")
         child.expect("you> ")
         child.sendline("/history")
-        child.expect(r"#1 user: what is 17 times 23")
-        child.expect(r"#3 assistant: [^\r\n]*391")
+        child.expect(r"#1 user" + HISTORY_TIME + r": what is 17 times 23")
+        child.expect(r"#3 assistant" + HISTORY_TIME + r": [^\r\n]*391")
         child.expect("you> ")
         child.sendline("Hello, who are you?")  # one the language model answers
         child.expect("you> ")
         child.sendline("/history")
-        child.expect(r"#4 user: Hello, who are you\?")
-        child.expect(r"#5 assistant: \S")
+        child.expect(r"#4 user" + HISTORY_TIME + r": Hello, who are you\?")
+        child.expect(r"#5 assistant" + HISTORY_TIME + r": \S")
         child.expect("you> ")
         child.sendline("/quit")
         ended_cleanly(child)

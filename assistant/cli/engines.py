@@ -76,7 +76,8 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
     try:
         settings = ReplySettings(answer_tokens=args.answer_tokens,
                                  max_tool_calls=args.max_tool_calls, max_messages=max_messages,
-                                 recent_exchanges=recent_exchanges(args))
+                                 recent_exchanges=recent_exchanges(args),
+                                 tell_date=bool(args.llm_url or args.llm_model))
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     tools = builtin_tools()

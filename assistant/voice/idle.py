@@ -5,7 +5,8 @@ writes the summary the coming turns will need (`Conversation.summarize_ahead`), 
 processes the next prompt's beginning, which a new summary changes. A turn queued
 meanwhile (an utterance, a pause the reply starts at, a typed line, a timer) cancels
 it: the summary stops between two batches of the model's work and is dropped, the reply
-goes first with the last summary written, and the next silence tries again.
+goes first with the last summary written (and the prompt read for it, kept aside while
+the summary was written), and the next silence tries again.
 """
 
 from __future__ import annotations
