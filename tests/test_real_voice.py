@@ -114,7 +114,10 @@ def test_replaying_the_same_session_gives_the_same_conversation(tmp_path, book):
         assert result.returncode == 0, result.stderr.decode()[-2000:]
         report = json.loads(out.read_text())
         results.append(([(t["heard"], t["reply"], t["spoken_seconds"])
-                         for t in report["turns"]], report["messages"]))
+                         for t in report["turns"]],
+                         # apart from when each message was said, which moves on
+                         [{k: v for k, v in m.items() if k != "at"}
+                          for m in report["messages"]]))
         spoken.append([p.read_bytes() for p in sorted(audio.iterdir())])
     assert results[0] == results[1]
     assert results[0][0][0][0] and results[0][0][1][1]  # heard the clip, answered the text

@@ -113,7 +113,8 @@ def test_replay_gives_the_same_results_every_time(tmp_path):
                                  {"a.wav": clip(1.0, HELLO), "b.wav": clip(2.0, TIME)})
         return ([(t["heard"], t["reply"], t["timings"]["end_of_speech_ms"],
                   t["timings"]["speech_seconds"]) for t in report["turns"]],
-                report["messages"])
+                # when each message was said is the only thing that differs between runs
+                [{k: v for k, v in m.items() if k != "at"} for m in report["messages"]])
 
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
