@@ -115,7 +115,8 @@ def full_history(child: pexpect.spawn) -> dict[int, str]:
     child.sendline("/history")
     child.sendline("/help")
     child.expect("Commands:")
-    listed = re.findall(r"^#(\d+) (\w+(?: \(\w+\))?): ([^\r\n]*)", child.before, re.MULTILINE)
+    listed = re.findall(r"^#(\d+) (\w+(?: \(\w+\))?)(?:" + HISTORY_TIME + r")?: ([^\r\n]*)",
+                        child.before, re.MULTILINE)
     return {int(seq): f"{who}: {text}" for seq, who, text in listed}
 
 
