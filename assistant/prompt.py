@@ -163,5 +163,8 @@ class PromptBuilder:
             return None
         message = search.messages[place.seq]
         passage = message.content[place.start:place.end].strip()
+        # Who said it, not when: a time in the hint would make the small model's answer
+        # change with the minute it is asked in.
+        who = describe(replace(message, at=None))
         return place.seq, (f"(From earlier in this conversation, message #{place.seq}, "
-                           f"{describe(message)}: “{passage}”)")
+                           f"{who}: “{passage}”)")
