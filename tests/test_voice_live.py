@@ -132,7 +132,7 @@ def test_push_to_talk_listens_only_after_enter(server):
         child.expect("Listening")
         pcm, _ = speech()  # "he was not an ill disposed young man"
         server.feed(pcm)
-        wait_for_history(child, r"#\d+ user: [^\r\n]*young man")
+        wait_for_history(child, r"#\d+ user" + HISTORY_TIME + r": [^\r\n]*young man")
         # Turns are answered in the order they were said: had the words before Enter been
         # heard, their message would be in the history by now, ahead of this one.
         history = full_history(child)
