@@ -215,7 +215,7 @@ def test_a_timer_going_off_chimes_and_is_announced_through_the_speaker(server):
         child.sendline("Set a 10 second timer.")
         child.expect("Your 10 second timer is set")
         # Once the confirmation has been spoken, the speaker is quiet until the timer ends.
-        wait_for_history(child, r"assistant: Your 10 second timer is set")
+        wait_for_history(child, r"assistant" + HISTORY_TIME + r": Your 10 second timer is set")
         wait_until_quiet(server.record_monitor())
         recording = server.record_monitor()
         child.expect(r"⏰ Your 10 second timer is done\.", timeout=60)
