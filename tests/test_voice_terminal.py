@@ -3,7 +3,10 @@ PulseAudio server), text chat with stdin piped, and text chat with one line sayi
 no microphone works or the PortAudio library cannot load. Ctrl-D, or Ctrl-C while idle,
 ends voice with exit code 0."""
 
+import ctypes
 import os
+import platform
+import signal
 import subprocess
 import sys
 import textwrap
@@ -104,6 +107,38 @@ def test_ctrl_c_while_voice_is_idle_ends_it(server):
         child.expect("Parley is listening")
         child.expect("Ctrl-D to quit")
         child.sendintr()  # nothing is being answered: Ctrl-C ends, as Ctrl-D does
+        ended_cleanly(child)
+    finally:
+        child.close(force=True)
+
+
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(platform.machine())
+"""The tgkill(2) system call's number here: a signal to one thread of another process."""
+
+
+def ctrl_c_to_a_thread_not_the_main_one(pid: int) -> None:
+    """What the kernel may do with a Ctrl-C: hand the SIGINT to any thread not blocking it
+    (one of llama.cpp's, say). Sent so on purpose, to one such thread."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for task in sorted(int(name) for name in os.listdir(f"/proc/{pid}/task")):
+        status = Path(f"/proc/{pid}/task/{task}/status").read_text()
+        blocked = int(status.split("SigBlk:")[1].split()[0], 16)
+        if task != pid and not blocked & (1 << (signal.SIGINT - 1)):
+            assert libc.syscall(TGKILL, pid, task, signal.SIGINT) == 0, ctypes.get_errno()
+            return
+    pytest.fail("no thread besides the main one takes SIGINT")
+
+
+@pytest.mark.skipif(TGKILL is None, reason="tgkill's number is known for x86_64 and aarch64")
+@pytest.mark.parametrize("command", ["voice", "chat"])
+def test_a_ctrl_c_the_kernel_gives_another_thread_still_ends_parley(server, command):
+    # Before, the main thread slept in input()'s read() and the Ctrl-C was never raised:
+    # "^C" on screen, then nothing until Enter (seen in full test runs on a busy machine).
+    child = spawn(parley(command, *SMALL[:2]), environment(**server.env))
+    try:
+        child.expect("Ctrl-D to quit")
+        time.sleep(0.5)  # waiting for a line now
+        ctrl_c_to_a_thread_not_the_main_one(child.pid)
         ended_cleanly(child)
     finally:
         child.close(force=True)

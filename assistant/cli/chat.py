@@ -9,6 +9,7 @@ from typing import TextIO
 from rich.console import Console
 
 from assistant.cli.render import ChatRenderer
+from assistant.cli.terminal import read_line
 from assistant.conversation import Conversation
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.timers import Timer, Timers, cancelled_line, finished_event
@@ -92,8 +93,8 @@ class ChatSession:
                                style="dim")
         while True:
             try:
-                line = self.console.input("[bold]you> [/bold]" if self.interactive else "") \
-                    if self.interactive else stdin.readline()
+                line = read_line(self.console, "[bold]you> [/bold]") if self.interactive \
+                    else stdin.readline()
             except (EOFError, KeyboardInterrupt):
                 break
             if not self.interactive and line == "":

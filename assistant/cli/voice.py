@@ -21,6 +21,7 @@ from assistant.cli.engines import (
 )
 from assistant.cli.render import VoiceScreen
 from assistant.cli.saved import announce, close_saved
+from assistant.cli.terminal import read_line
 from assistant.timers import Timers
 from audio.errors import AudioError
 
@@ -110,7 +111,7 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
                       "Ctrl-D to quit.", style="dim")
         while True:
             try:
-                line = console.input("")
+                line = read_line(console)
             except KeyboardInterrupt:
                 if loop.replying:
                     loop.interrupt()

@@ -1,0 +1,35 @@
+"""Reading a typed line at the terminal without ever losing a Ctrl-C."""
+
+from __future__ import annotations
+
+import select
+import sys
+
+from rich.console import Console
+
+WAKE_S = 0.2
+"""How often the wait for a line lets Python look for a Ctrl-C (at most this late)."""
+
+
+def read_line(console: Console, prompt: str = "") -> str:
+    """A line typed at the terminal, as `console.input(prompt)`; EOFError on Ctrl-D and
+    KeyboardInterrupt on Ctrl-C, whichever thread the kernel gave the Ctrl-C to.
+
+    The kernel hands a process's SIGINT to any thread that does not block it. When that is
+    one of llama.cpp's, onnxruntime's or PortAudio's, Python notes it, but a main thread
+    asleep in `input()`'s read() is never woken to raise it: the Ctrl-C is lost and Parley
+    hangs until Enter. So the wait for a line is a select() that wakes every `WAKE_S`, and
+    Python raises a noted Ctrl-C between two waits. The terminal reads a line at a time:
+    once stdin is readable, a whole line (or Ctrl-D) is there and `input()` returns at once.
+    """
+    if prompt:
+        console.print(prompt, end="")
+    stdin = sys.stdin
+    try:
+        descriptor = stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        descriptor = None  # not a real file (a test's): nothing to wait on
+    if descriptor is not None:
+        while not select.select([descriptor], [], [], WAKE_S)[0]:
+            pass
+    return console.input("")
