@@ -21,6 +21,7 @@ import pytest
 from assistant.cli.main import main
 from memory.store import check
 from tests.fakes import ScriptedChatModel
+from tests.test_saved_conversation import rows
 from tests.test_voice_cli import stand_in_speech, voice  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,16 +58,6 @@ def clean_env() -> dict[str, str]:
 def parley(stdin: str, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", BOOT, *flags], input=stdin.encode(),
                           capture_output=True, cwd=ROOT, env=clean_env(), timeout=120)
-
-
-def rows(path: Path) -> list[tuple[int, str, str]]:
-    # Read-only, and immutable when no -wal is there: looking leaves nothing beside it.
-    immutable = "" if Path(f"{path}-wal").exists() else "&immutable=1"
-    db = sqlite3.connect(f"file:{path}?mode=ro{immutable}", uri=True)
-    try:
-        return db.execute("SELECT seq, role, content FROM messages ORDER BY seq").fetchall()
-    finally:
-        db.close()
 
 
 HISTORY_LINE = re.compile(r"^#(\d+) (user|assistant)"

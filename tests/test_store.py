@@ -8,6 +8,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -204,20 +205,15 @@ def cut_short(path: Path) -> None:
     path.write_bytes(path.read_bytes()[:5000])
 
 
-def tables_changed(path: Path) -> None:
-    saved(path, "hi")
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE messages RENAME TO old_messages")
-    db.commit()
-    db.close()
-
-
-def bad_row(path: Path) -> None:
-    saved(path, "hi")
-    db = sqlite3.connect(path)
-    db.execute("UPDATE messages SET role = 'narrator'")
-    db.commit()
-    db.close()
+def changed_by(statement: str) -> Callable[[Path], None]:
+    """A saved conversation that another program then changed with `statement`."""
+    def change(path: Path) -> None:
+        saved(path, "hi")
+        db = sqlite3.connect(path)
+        db.execute(statement)
+        db.commit()
+        db.close()
+    return change
 
 
 BAD_FILES = {
@@ -229,8 +225,10 @@ BAD_FILES = {
     "newer schema": (newer, "was saved by a newer Parley (schema 2; this one reads up to 1)"),
     "torn page": (torn, "is damaged ("),
     "cut short": (cut_short, "is damaged (database disk image is malformed)"),
-    "tables changed": (tables_changed, "is damaged (its messages table is missing or changed)"),
-    "bad row": (bad_row, "is damaged (message #1: unknown role 'narrator'"),
+    "tables changed": (changed_by("ALTER TABLE messages RENAME TO old_messages"),
+                       "is damaged (its messages table is missing or changed)"),
+    "bad row": (changed_by("UPDATE messages SET role = 'narrator'"),
+                "is damaged (message #1: unknown role 'narrator'"),
 }
 
 
