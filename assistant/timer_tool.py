@@ -7,7 +7,7 @@ model reads them.
 from __future__ import annotations
 
 from assistant.timers import Timer, TimerError, Timers, duration_words
-from assistant.tools import Tool
+from assistant.tools import Tool, ToolRefused
 from models.base import ToolSpec
 
 NAME = "timer"
@@ -115,3 +115,12 @@ def timer_tool(timers: Timers) -> Tool:
             action, f"Timer: {action}")
 
     return Tool(SPEC, run, label)
+
+
+def timers_unavailable(reason: str) -> Tool:
+    """The `timer` tool where no timer could ring (a server's client hears nothing
+    later): every request is refused with `reason`, rather than a timer set in silence."""
+    def run(arguments: dict) -> str:
+        raise ToolRefused(reason)
+
+    return Tool(SPEC, run, lambda arguments: "Timers")

@@ -75,6 +75,9 @@ class PiperTextToSpeech(TextToSpeech):
         except (OSError, ValueError) as error:
             raise _voice_error(path, f"its config cannot be read ({error})") from error
         self.path = path
+        language = config.get("language")
+        self.language = str(language.get("code") if isinstance(language, dict) else "") or "en"
+        """The voice's language, e.g. en_US."""
         self._voice = self._load(path, config, threads, max_piece_phonemes)
         self.sample_rate = self._voice.config.sample_rate
         speakers = self._voice.config.num_speakers

@@ -63,23 +63,28 @@ def recent_exchanges(args: argparse.Namespace) -> int | None:
     return None if chosen == "all" else chosen
 
 
+def reply_settings(args: argparse.Namespace, max_messages: int | None = None) -> ReplySettings:
+    """The limits of a reply the settings ask for; a ConfigError says what is wrong."""
+    if args.ctx < 512:
+        raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
+    if not 16 <= args.answer_tokens <= args.ctx // 2:
+        raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
+    try:
+        return ReplySettings(answer_tokens=args.answer_tokens,
+                             max_tool_calls=args.max_tool_calls, max_messages=max_messages,
+                             recent_exchanges=recent_exchanges(args),
+                             tell_date=bool(args.llm_url or args.llm_model))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 def load_conversation(args: argparse.Namespace, timers: Timers,
                       max_messages: int | None = None) -> Conversation:
     """The conversation with its model, tools (the timer tool over `timers`) and local
     intents; the templates compile while the model loads. With `--save`/`--resume` it is
     kept in that file, which is checked before the model loads."""
     saving = save_request(args)
-    if args.ctx < 512:
-        raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
-    if not 16 <= args.answer_tokens <= args.ctx // 2:
-        raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
-    try:
-        settings = ReplySettings(answer_tokens=args.answer_tokens,
-                                 max_tool_calls=args.max_tool_calls, max_messages=max_messages,
-                                 recent_exchanges=recent_exchanges(args),
-                                 tell_date=bool(args.llm_url or args.llm_model))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    settings = reply_settings(args, max_messages)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:

@@ -1,4 +1,4 @@
-"""`parley`: the command line (chat, voice, replay, devices)."""
+"""`parley`: the command line (chat, voice, replay, serve, devices)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="simulate speakers: each reply comes back into the input 60 ms "
                              "later at GAIN_DB (0: as loud as played, -10: quieter); audio "
                              "then runs in real time. Add --echo-cancel to cancel it")
+    serve = commands.add_parser(
+        "serve", help="serve speech-to-text, the voice and conversation to Home Assistant "
+                      "(Wyoming protocol)",
+        description="Serve Parley to Home Assistant over the Wyoming protocol: speech-to-text "
+                    "(Whisper), text-to-speech (Piper) and a conversation agent that "
+                    "remembers each conversation. Listens on 127.0.0.1:10700 unless --uri "
+                    "says otherwise. Add it in Home Assistant under Settings > Devices & "
+                    "services > Add integration > Wyoming Protocol, with this machine's host "
+                    "and the port. Nothing of a conversation is written to disk.")
     commands.add_parser("wake-words", help="list the wake words for --wake-word",
                         description="List the wake words (microWakeWord models shipped in "
                                     "pymicro-wakeword) that --wake-word takes.")
@@ -56,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "--input-device and --output-device.")
     # The settings go before the subcommand or after it; only typed ones count there.
     add_settings(parser, None)
-    for name, sub in (("chat", chat), ("voice", voice), ("replay", replay)):
+    for name, sub in (("chat", chat), ("voice", voice), ("replay", replay), ("serve", serve)):
         add_settings(sub, name)
     return parser
 
@@ -111,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
 
         print(describe_wake_words())
         return 0
+    if command == "serve":
+        from assistant.cli.serve import run_serve
+
+        return run_serve(args)
     if command == "devices":
         from assistant.cli.devices import run_devices
 

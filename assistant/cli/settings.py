@@ -90,10 +90,12 @@ class Setting:
         return self.parse is _switch
 
 
-_ALL = frozenset({"chat", "voice", "replay"})
+_ALL = frozenset({"chat", "voice", "replay", "serve"})
 _SPEECH = frozenset({"voice", "replay"})
 _LIVE = frozenset({"voice"})
 _TALK = frozenset({"chat", "voice"})
+_SERVE = frozenset({"serve"})
+_SPEECH_ENGINES = _SPEECH | _SERVE
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("--debug", _switch, False, "show debug lines with the timings of every stage, "
@@ -130,12 +132,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--resume", Path, None, "continue the conversation saved in FILE (its numbered "
             "messages, summary and search), saving into it as it goes", "conversation", _TALK,
             flag_only=True, metavar="FILE"),
+    Setting("--uri", str, "tcp://127.0.0.1:10700", "where `parley serve` listens, "
+            "tcp://HOST:PORT (default tcp://127.0.0.1:10700, this machine only; another "
+            "address lets anyone who reaches it use Parley: Wyoming has no authentication)",
+            "server", _SERVE),
+    Setting("--max-conversations", _whole, 32, "conversations `parley serve` keeps at once; "
+            "a new one makes room by forgetting the one unused longest (default 32)",
+            "server", _SERVE),
+    Setting("--conversation-minutes", _number, 30.0, "`parley serve` forgets a conversation "
+            "after this many minutes without a message (default 30)", "server", _SERVE),
     Setting("--stt-model", Path, None, "a CTranslate2 Whisper model folder (default: the "
-            "embedded tiny.en)", "speech", _SPEECH),
+            "embedded tiny.en)", "speech", _SPEECH_ENGINES),
     Setting("--voice", Path, None, "a Piper voice .onnx, with its .onnx.json beside it "
-            "(default: the embedded en_US joe)", "speech", _SPEECH),
-    Setting("--stt-threads", _whole, 2, "speech-to-text threads (default 2)", "speech", _SPEECH),
-    Setting("--tts-threads", _whole, 2, "text-to-speech threads (default 2)", "speech", _SPEECH),
+            "(default: the embedded en_US joe)", "speech", _SPEECH_ENGINES),
+    Setting("--stt-threads", _whole, 2, "speech-to-text threads (default 2)", "speech",
+            _SPEECH_ENGINES),
+    Setting("--tts-threads", _whole, 2, "text-to-speech threads (default 2)", "speech",
+            _SPEECH_ENGINES),
     Setting("--push-to-talk", _switch, False, "Enter starts listening; the utterance ends at "
             "the end-of-speech silence or at the next Enter", "listening", _LIVE),
     Setting("--input-device", str, None, "microphone: an index or part of a name from "

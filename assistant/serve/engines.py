@@ -1,0 +1,92 @@
+"""The engines every client shares, each on its own thread, never on the event loop.
+
+One thread per engine: the model, Whisper and Piper each do one thing at a time, and the
+requests for each wait their turn, first come, first served. The event loop only reads and
+writes events, so a long reply for one client never delays another client's `describe`.
+Speech is synthesized a sentence per turn: two clients' long texts take turns, and neither
+waits for the other's whole text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from assistant.conversation import Conversation
+from assistant.events import Error, Event, ReplyDone
+from assistant.sentences import SentenceSplitter
+from models.base import CancelToken
+from models.speech import SpeechToText, TextToSpeech, Transcript
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A conversation's reply: its text, or why there is none."""
+
+    text: str
+    failed: bool = False
+    """`text` says why no reply came (the model failed, the message was too long…)."""
+
+
+def sentences(text: str) -> list[str]:
+    splitter = SentenceSplitter()
+    return [*splitter.feed(text), *splitter.finish()]
+
+
+class Engines:
+    """Speech-to-text, text-to-speech and the conversations' model, one thread each."""
+
+    def __init__(self, stt: SpeechToText, tts: TextToSpeech) -> None:
+        self.stt, self.tts = stt, tts
+        self._threads = {name: ThreadPoolExecutor(1, thread_name_prefix=f"serve-{name}")
+                         for name in ("stt", "tts", "model")}
+        self.closing = False
+
+    async def _run(self, engine: str, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._threads[engine], work)
+
+    async def transcribe(self, pcm: np.ndarray) -> Transcript:
+        return await self._run("stt", lambda: self.stt.transcribe(pcm))
+
+    async def synthesize(self, text: str) -> AsyncIterator[np.ndarray]:
+        """The voice's int16 audio for `text`, a sentence at a time."""
+        for sentence in sentences(text):
+            if self.closing:
+                return
+            for chunk in await self._run("tts", lambda s=sentence: list(self.tts.synthesize(s))):
+                yield chunk
+
+    async def reply(self, conversation: Conversation, text: str, cancel: CancelToken) -> Answer:
+        """`conversation`'s answer to `text` (local intents first, then the model)."""
+        def work() -> Answer:
+            if cancel.cancelled:  # the client left while this waited its turn
+                return Answer("", failed=True)
+            errors: list[str] = []
+
+            def collect(event: Event) -> None:
+                if isinstance(event, Error):
+                    errors.append(event.message)
+
+            done = conversation.reply(text, collect, cancel)
+            if isinstance(done, ReplyDone) and done.text:
+                return Answer(done.text)
+            return Answer(" ".join(errors) or "Parley has no answer to that.", failed=True)
+
+        return await self._run("model", work)
+
+    def close(self) -> None:
+        """Stop taking work; what runs now finishes its step (native code cannot be left
+        mid-step: the interpreter would crash at exit)."""
+        self.closing = True
+        for thread in self._threads.values():
+            thread.shutdown(wait=True, cancel_futures=True)
