@@ -1,0 +1,125 @@
+"""The server's parts around the engines: reading events with limits (assistant.serve.wire)
+and keeping conversations by id (assistant.serve.conversations)."""
+
+import asyncio
+import json
+
+import pytest
+
+from assistant.serve.conversations import Conversations, ConversationsBusy, conversation_id
+from assistant.serve.wire import MAX_DATA_BYTES, MAX_LINE_BYTES, ClientError, read_event
+
+
+def read(raw: bytes):
+    async def go():
+        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+        reader.feed_data(raw)
+        reader.feed_eof()
+        return await read_event(reader)
+    return asyncio.run(go())
+
+
+def line(header: dict) -> bytes:
+    return json.dumps(header).encode() + b"\n"
+
+
+def test_an_event_with_data_and_payload_is_read_whole():
+    data = json.dumps({"rate": 16000, "width": 2, "channels": 1}).encode()
+    raw = line({"type": "audio-chunk", "data": {"timestamp": 5}, "data_length": len(data),
+                "payload_length": 4}) + data + b"\x01\x00\x02\x00"
+    event = read(raw)
+    assert event.type == "audio-chunk"
+    assert event.data == {"timestamp": 5, "rate": 16000, "width": 2, "channels": 1}
+    assert event.payload == b"\x01\x00\x02\x00"
+
+
+def test_the_end_of_the_connection_is_none_not_an_error():
+    assert read(b"") is None
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    (b"{not json\n", "malformed-event"),
+    (b"[1, 2]\n", "malformed-event"),
+    (line({"data": {}}), "malformed-event"),
+    (line({"type": "x", "data": [1]}), "malformed-event"),
+    (line({"type": "x", "payload_length": -1}), "malformed-event"),
+    (line({"type": "x", "data_length": 3}) + b"[1]", "malformed-event"),
+    (b"\xff\xfe\n", "malformed-event"),
+    (line({"type": "x", "payload_length": MAX_DATA_BYTES + 1}), "too-large"),
+    (line({"type": "x", "data_length": 50_000_000}), "too-large"),
+    (b"{" + b" " * (MAX_LINE_BYTES + 10) + b"}\n", "too-large"),
+])
+def test_what_is_not_an_event_or_too_large_is_a_fatal_client_error(raw, code):
+    with pytest.raises(ClientError) as caught:
+        read(raw)
+    assert caught.value.code == code and caught.value.fatal
+    assert caught.value.event().data["code"] == code
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pool(most: int = 3, idle: float = 60.0) -> tuple[Conversations, Clock]:
+    clock = Clock()
+    return Conversations(lambda: object(), most, idle, clock), clock  # type: ignore[arg-type]
+
+
+def test_the_same_id_is_the_same_conversation_and_another_id_another():
+    conversations, _ = pool()
+    kitchen = conversations.get("kitchen").conversation
+    assert conversations.get("kitchen").conversation is kitchen
+    assert conversations.get("garage").conversation is not kitchen
+
+
+def test_without_an_id_each_request_gets_its_own_conversation_not_kept():
+    conversations, _ = pool()
+    assert conversations.get(None).conversation is not conversations.get(None).conversation
+    assert len(conversations) == 0
+
+
+def test_an_idle_conversation_is_forgotten_after_the_idle_time():
+    conversations, clock = pool(idle=60)
+    first = conversations.get("kitchen").conversation
+    clock.now = 59
+    assert conversations.get("kitchen").conversation is first  # used again: kept longer
+    clock.now = 59 + 60
+    assert conversations.expire() == 1 and "kitchen" not in conversations
+    assert conversations.get("kitchen").conversation is not first
+
+
+def test_at_the_cap_the_conversation_unused_longest_makes_room():
+    conversations, clock = pool(most=2)
+    conversations.get("a")
+    clock.now = 1
+    conversations.get("b")
+    clock.now = 2
+    conversations.get("a")  # now b is the one unused longest
+    clock.now = 3
+    conversations.get("c")
+    assert "a" in conversations and "c" in conversations and "b" not in conversations
+
+
+def test_a_conversation_answering_now_is_never_dropped_to_make_room():
+    async def go():
+        conversations, _ = pool(most=1)
+        busy = conversations.get("a")
+        async with busy.lock:
+            with pytest.raises(ConversationsBusy, match="--max-conversations"):
+                conversations.get("b")
+        conversations.get("b")  # free again: it makes room
+        assert "a" not in conversations
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(("context", "expected"), [
+    ({"conversation_id": "01HS6SP2XD1E5HEHVDZE8R2WMR"}, "01HS6SP2XD1E5HEHVDZE8R2WMR"),
+    ({"conversation_id": 42}, "42"), ({"conversation_id": ""}, None),
+    ({"conversation_id": "x" * 500}, None), ({"conversation_id": True}, None),
+    (None, None), ("kitchen", None), ({}, None)])
+def test_a_usable_conversation_id_is_taken_from_the_context(context, expected):
+    assert conversation_id(context) == expected
