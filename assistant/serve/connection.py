@@ -89,6 +89,8 @@ class Connection:
                  writer: asyncio.StreamWriter) -> None:
         self.service, self.reader, self.writer = service, reader, writer
         self.recording: Recording | None = None
+        self.dropped = False
+        """The audio coming in was refused (told once): its other chunks are ignored."""
         self.streaming: SentenceSplitter | None = None
         """Text arriving with synthesize-chunk, split into sentences as it comes."""
         self.stream_started = False
@@ -134,7 +136,8 @@ class Connection:
                 raise ClientError("unsupported-language", f"Parley's speech-to-text hears "
                                                           f"English, not {language!r}.")
         elif AudioStart.is_type(kind):
-            self.recording = Recording(PcmConverter(audio_format(data)), [])
+            self.recording, self.dropped = None, True  # until its format is known good
+            self.recording, self.dropped = Recording(PcmConverter(audio_format(data)), []), False
         elif AudioChunk.is_type(kind):
             self.add_audio(event)
         elif AudioStop.is_type(kind):
@@ -161,6 +164,8 @@ class Connection:
 
     def add_audio(self, event: Event) -> None:
         recording = self.recording
+        if recording is None and self.dropped:
+            return
         if recording is None:
             raise ClientError("no-audio-start", "Audio came without audio-start; send "
                                                 "audio-start with its rate, width and "
@@ -172,11 +177,14 @@ class Connection:
                 recording.converter = PcmConverter(chunk_format)
             recording.add(recording.converter.feed(event.payload or b""))
         except ClientError:
-            self.recording = None
+            self.recording, self.dropped = None, True
             raise
 
     async def transcribe(self) -> None:
         recording, self.recording = self.recording, None
+        if recording is None and self.dropped:
+            self.dropped = False  # its error was sent: nothing to transcribe
+            return
         if recording is None:
             raise ClientError("no-audio-start", "audio-stop came without audio-start.")
         recording.add(recording.converter.finish())
