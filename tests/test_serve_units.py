@@ -3,11 +3,15 @@ and keeping conversations by id (assistant.serve.conversations)."""
 
 import asyncio
 import json
+import time
 
+import numpy as np
 import pytest
 
 from assistant.serve.conversations import Conversations, ConversationsBusy, conversation_id
+from assistant.serve.engines import Engines
 from assistant.serve.wire import MAX_DATA_BYTES, MAX_LINE_BYTES, ClientError, read_event
+from models.speech import TextToSpeech
 
 
 def read(raw: bytes):
@@ -123,3 +127,40 @@ def test_a_conversation_answering_now_is_never_dropped_to_make_room():
     (None, None), ("kitchen", None), ({}, None)])
 def test_a_usable_conversation_id_is_taken_from_the_context(context, expected):
     assert conversation_id(context) == expected
+
+
+class RecordingVoice(TextToSpeech):
+    """A stand-in voice that notes each sentence it speaks and takes a moment for it."""
+
+    sample_rate = 16000
+
+    def __init__(self) -> None:
+        self.spoken: list[str] = []
+
+    def synthesize(self, text: str):
+        time.sleep(0.02)
+        self.spoken.append(text)
+        yield np.zeros(160, np.int16)
+
+
+def test_two_clients_long_texts_take_turns_a_sentence_at_a_time():
+    voice = RecordingVoice()
+    engines = Engines(stt=None, tts=voice)  # type: ignore[arg-type]
+
+    async def speak(text: str) -> None:
+        async for _ in engines.synthesize(text):
+            pass
+
+    async def go() -> None:
+        long = " ".join(f"Long sentence {n}." for n in range(1, 6))
+        first = asyncio.create_task(speak(long))
+        await asyncio.sleep(0.01)  # the long text has begun
+        await asyncio.gather(first, speak("Short one."))
+
+    try:
+        asyncio.run(go())
+    finally:
+        engines.close()
+    # The short text waited for one sentence of the long one, not for all five.
+    assert voice.spoken.index("Short one.") <= 2, voice.spoken
+    assert len(voice.spoken) == 6
