@@ -144,18 +144,20 @@ class Conversation(SummarizesConversation):
         emit: Callable[[Event], None],
         cancel: CancelToken | None = None,
         first_clause_words: int = 0,
+        local_first: bool = True,
     ) -> ReplyDone | None:
         """Answer `text`, emitting events; returns the final event, or None for an error.
 
         `first_clause_words` lets the first `Sentence` end at a comma once it has that
-        many words (voice speaks it while the rest is written).
+        many words (voice speaks it while the rest is written). `local_first=False`: the
+        local intents were tried already (`reply_locally`); the model answers.
         """
         cancel = cancel or CancelToken()
         text = text.strip()
         if not text:
             return None
         started = self.clock()
-        local = self._local_answer(text)
+        local = self._local_answer(text) if local_first else None
         if local is not None:
             return self._answer_locally(text, local, emit, first_clause_words)
         user = self.history.add("user", text)
@@ -241,6 +243,17 @@ class Conversation(SummarizesConversation):
                   (self.clock() - started) * 1000, calls, ", cancelled" if cancel.cancelled else "")
         emit(done)
         return done
+
+    def reply_locally(self, text: str, emit: Callable[[Event], None]
+                      ) -> tuple[bool, ReplyDone | None]:
+        """Answer `text` if a local intent matches it, without the model: (True, the final
+        event, or None for an error). (False, None), with nothing emitted or added to the
+        conversation, if none matches: `reply(local_first=False)` is then for the model."""
+        text = text.strip()
+        local = self._local_answer(text) if text else None
+        if local is None:
+            return False, None
+        return True, self._answer_locally(text, local, emit, 0)
 
     def _local_answer(self, text: str) -> LocalAnswer | None:
         if self.local is None:

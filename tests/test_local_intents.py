@@ -310,3 +310,20 @@ def test_days_are_said_as_people_say_them():
     assert spoken_day("Fri 4 Dec", today) == "yesterday"
     assert spoken_day("Tue 1 Dec", today) == "on Tuesday, December 1"
     assert spoken_day("Sun 2 Mar 2025", today) == "on Sunday, March 2, 2025"
+
+
+def test_reply_locally_answers_a_local_request_and_leaves_any_other_for_the_model(matcher):
+    # The server tries the local intents on their own thread, then the model on its own.
+    model = ScriptedChatModel()
+    model.enqueue("Paris.")
+    conversation = Conversation(model, builtin_tools(), local=LocalIntents(matcher))
+    events: list = []
+    assert conversation.reply_locally("What is the capital of France?", events.append) == (
+        False, None)
+    assert events == [] and conversation.history.messages == ()
+    done = conversation.reply("What is the capital of France?", events.append,
+                              local_first=False)
+    assert done is not None and done.text == "Paris."
+    matched, done = conversation.reply_locally("What is 17 times 23?", events.append)
+    assert matched and done is not None and "391" in done.text
+    assert len(model.prompts) == 1  # the model was asked the first question only

@@ -1,8 +1,9 @@
 """The engines every client shares, each on its own thread, never on the event loop.
 
-One thread per engine: the model, Whisper and Piper each do one thing at a time, and the
-requests for each wait their turn, first come, first served. The event loop only reads and
-writes events, so a long reply for one client never delays another client's `describe`.
+One thread per engine: the model, Whisper, Piper and the local intents (Home Assistant's
+sentence matcher) each do one thing at a time, and the requests for each wait their turn,
+first come, first served. The event loop only reads and writes events, so a long reply
+for one client never delays another client's `describe`.
 Speech is synthesized a sentence per turn: two clients' long texts take turns, and neither
 waits for the other's whole text.
 """
@@ -49,7 +50,7 @@ class Engines:
     def __init__(self, stt: SpeechToText, tts: TextToSpeech) -> None:
         self.stt, self.tts = stt, tts
         self._threads = {name: ThreadPoolExecutor(1, thread_name_prefix=f"serve-{name}")
-                         for name in ("stt", "tts", "model")}
+                         for name in ("stt", "tts", "local", "model")}
         self.closing = False
 
     async def _run(self, engine: str, work: Callable[[], T]) -> T:
@@ -67,22 +68,30 @@ class Engines:
                 yield chunk
 
     async def reply(self, conversation: Conversation, text: str, cancel: CancelToken) -> Answer:
-        """`conversation`'s answer to `text` (local intents first, then the model)."""
-        def work() -> Answer:
-            if cancel.cancelled:  # the client left while this waited its turn
-                return Answer("", failed=True)
-            errors: list[str] = []
+        """`conversation`'s answer to `text`: local intents first, on a thread of their own
+        (a few milliseconds: "what time is it" never waits behind others' model replies),
+        then the model."""
+        errors: list[str] = []
 
-            def collect(event: Event) -> None:
-                if isinstance(event, Error):
-                    errors.append(event.message)
+        def collect(event: Event) -> None:
+            if isinstance(event, Error):
+                errors.append(event.message)
 
-            done = conversation.reply(text, collect, cancel)
+        def answer(done: ReplyDone | None) -> Answer:
             if isinstance(done, ReplyDone) and done.text:
                 return Answer(done.text)
             return Answer(" ".join(errors) or "Parley has no answer to that.", failed=True)
 
-        return await self._run("model", work)
+        def by_model() -> Answer:
+            if cancel.cancelled:  # the client left while this waited its turn
+                return Answer("", failed=True)
+            return answer(conversation.reply(text, collect, cancel, local_first=False))
+
+        matched, done = await self._run("local", lambda: conversation.reply_locally(text,
+                                                                                  collect))
+        if matched:
+            return answer(done)
+        return await self._run("model", by_model)
 
     def close(self) -> None:
         """Stop taking work; what runs now finishes its step (native code cannot be left
