@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,7 +190,10 @@ class Connection:
             raise ClientError("no-audio-start", "audio-stop came without audio-start.")
         recording.add(recording.converter.finish())
         pcm = np.concatenate(recording.pieces) if recording.pieces else np.zeros(0, np.int16)
+        started = time.monotonic()
         heard = await self.service.engines.transcribe(pcm)
+        log.debug("speech-to-text: %.1f s of audio in %.0f ms", len(pcm) / recording.converter.rate,
+                  (time.monotonic() - started) * 1000)
         await self.send(Transcript(text=heard.text, language="en").event())
 
     # -- text-to-speech -----------------------------------------------------------------
@@ -207,9 +211,12 @@ class Connection:
 
     async def synthesize(self, text: str, data: dict) -> None:
         self.check_voice(data)
+        started = time.monotonic()
         await self.start_audio()
         await self.speak(text)
         await self.send(AudioStop().event())
+        log.debug("text-to-speech: %d characters in %.0f ms", len(text),
+                  (time.monotonic() - started) * 1000)
 
     async def start_audio(self) -> None:
         rate = self.service.engines.tts.sample_rate
@@ -259,7 +266,8 @@ class Connection:
         except ConversationsBusy as exc:
             await self.send(NotHandled(text=f"Parley is busy: {exc}.", context=context).event())
             return
-        cancel = CancelToken()
+        cancel, started = CancelToken(), time.monotonic()
+        self.service.engines.stop_summaries()  # one may hold this conversation
         async with kept.lock:
             reply = asyncio.ensure_future(
                 self.service.engines.reply(kept.conversation, text, cancel))
@@ -273,7 +281,12 @@ class Connection:
                     cancel.cancel()
             answer = reply.result()
             kept.last_used = self.service.conversations.clock()
+        log.debug("conversation %s: answered in %.0f ms%s", key or "(one request)",
+                  (time.monotonic() - started) * 1000,
+                  " (the client left)" if cancel.cancelled else "")
         if cancel.cancelled:
             return
         made = NotHandled if answer.failed else Handled
         await self.send(made(text=answer.text, context=context).event())
+        if key is not None and not answer.failed:
+            self.service.summarize_later(kept)  # so that no reply of it waits for one

@@ -20,7 +20,7 @@ from typing import TypeVar
 import numpy as np
 
 from assistant.conversation import Conversation
-from assistant.events import Error, Event, ReplyDone
+from assistant.events import Error, Event, ReplyDone, Summarized, SummaryFailed
 from assistant.sentences import SentenceSplitter
 from models.base import CancelToken
 from models.speech import SpeechToText, TextToSpeech, Transcript
@@ -39,6 +39,13 @@ class Answer:
     """`text` says why no reply came (the model failed, the message was too long…)."""
 
 
+def _log_summary(event: Event) -> None:
+    if isinstance(event, Summarized):
+        log.debug("summary ahead: it covers #1 to #%d", event.covered_through)
+    elif isinstance(event, SummaryFailed):
+        log.debug("summary ahead: %s", event.text)
+
+
 def sentences(text: str) -> list[str]:
     splitter = SentenceSplitter()
     return [*splitter.feed(text), *splitter.finish()]
@@ -52,9 +59,17 @@ class Engines:
         self._threads = {name: ThreadPoolExecutor(1, thread_name_prefix=f"serve-{name}")
                          for name in ("stt", "tts", "local", "model")}
         self.closing = False
+        self.waiting = dict.fromkeys(self._threads, 0)
+        """Requests each engine is doing or has queued."""
+        self._summaries: set[CancelToken] = set()
+        """The summaries written or waiting to be written ahead: a request stops them."""
 
     async def _run(self, engine: str, work: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._threads[engine], work)
+        self.waiting[engine] += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._threads[engine], work)
+        finally:
+            self.waiting[engine] -= 1
 
     async def transcribe(self, pcm: np.ndarray) -> Transcript:
         return await self._run("stt", lambda: self.stt.transcribe(pcm))
@@ -91,11 +106,35 @@ class Engines:
                                                                                   collect))
         if matched:
             return answer(done)
+        self.stop_summaries()  # the model is wanted: a summary ahead must not hold it
         return await self._run("model", by_model)
+
+    async def summarize_ahead(self, conversation: Conversation) -> bool:
+        """Write the summary `conversation`'s coming turns will need, on the model's thread,
+        so that no reply waits for it (`Conversation.summarize_ahead`); the caller holds
+        the conversation. A model request coming meanwhile stops it between two batches of
+        the model's work (False); the next time the model is free tries again."""
+        cancel = CancelToken()
+        self._summaries.add(cancel)
+
+        def work() -> bool:
+            if cancel.cancelled or self.closing:
+                return False
+            return conversation.summarize_ahead(_log_summary, cancel)
+
+        try:
+            return await self._run("model", work)
+        finally:
+            self._summaries.discard(cancel)
+
+    def stop_summaries(self) -> None:
+        for cancel in list(self._summaries):
+            cancel.cancel()
 
     def close(self) -> None:
         """Stop taking work; what runs now finishes its step (native code cannot be left
         mid-step: the interpreter would crash at exit)."""
         self.closing = True
+        self.stop_summaries()
         for thread in self._threads.values():
             thread.shutdown(wait=True, cancel_futures=True)

@@ -82,9 +82,11 @@ class WyomingServer:
                 loop.remove_signal_handler(signum)
             expiry.cancel()
             server.close()
-            for task in list(self._connections):
+            self.service.engines.stop_summaries()
+            background = [*self._connections, *self.service.background]
+            for task in background:
                 task.cancel()  # a reply in progress is cancelled with it
-            await asyncio.gather(*self._connections, expiry, return_exceptions=True)
+            await asyncio.gather(*background, expiry, return_exceptions=True)
             await server.wait_closed()
 
     def stop(self) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 
 from wyoming.event import Event
 from wyoming.info import (
@@ -16,7 +17,7 @@ from wyoming.info import (
     TtsVoice,
 )
 
-from assistant.serve.conversations import Conversations
+from assistant.serve.conversations import Conversations, Kept
 from assistant.serve.engines import Engines
 
 PROGRAM = "parley"
@@ -32,6 +33,24 @@ class Service:
     conversations: Conversations
     voice_name: str
     info: Event
+    background: set[asyncio.Task] = field(default_factory=set)
+    """Summaries being written ahead, each holding its conversation."""
+
+    def summarize_later(self, kept: Kept) -> None:
+        """After a reply: write the summary its conversation's next turns will need, on
+        the model's thread, holding the conversation meanwhile. Only if the model is free:
+        queued behind others' replies it would hold the conversation (its next request
+        would wait), and the model is wanted anyway; the next reply tries again."""
+        if self.engines.waiting["model"]:
+            return
+
+        async def write() -> None:
+            async with kept.lock:
+                await self.engines.summarize_ahead(kept.conversation)
+
+        task = asyncio.create_task(write())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
 
 
 def describe(stt_name: str, voice_name: str, voice_language: str, model_name: str,
