@@ -669,3 +669,9 @@ def test_help_says_it_serves_on_loopback_by_default():
                           env=environment(COLUMNS="200"), timeout=60)
     assert done.returncode == 0, done.stderr
     assert "127.0.0.1" in done.stdout and "10700" in done.stdout, done.stdout
+
+
+def test_never_mind_is_handled_with_nothing_to_say(server):
+    reply = asyncio.run(ask(server, "Never mind.", "quiet-1"))
+    assert reply.type == "handled", shown([reply])
+    assert not Handled.from_event(reply).text

@@ -52,7 +52,8 @@ def sentences(text: str) -> list[str]:
 
 
 class Engines:
-    """Speech-to-text, text-to-speech and the conversations' model, one thread each."""
+    """Speech-to-text, text-to-speech, the local intents and the conversations' model, a
+    thread each."""
 
     def __init__(self, stt: SpeechToText, tts: TextToSpeech) -> None:
         self.stt, self.tts = stt, tts
@@ -104,8 +105,8 @@ class Engines:
 
         matched, done = await self._run("local", lambda: conversation.reply_locally(text,
                                                                                   collect))
-        if matched:
-            return answer(done)
+        if matched:  # "never mind" is answered with nothing to say
+            return Answer("") if isinstance(done, ReplyDone) and not errors else answer(done)
         self.stop_summaries()  # the model is wanted: a summary ahead must not hold it
         return await self._run("model", by_model)
 
