@@ -106,7 +106,8 @@ class Engines:
         matched, done = await self._run("local", lambda: conversation.reply_locally(text,
                                                                                   collect))
         if matched:  # "never mind" is answered with nothing to say
-            return Answer("") if isinstance(done, ReplyDone) and not errors else answer(done)
+            nothing = isinstance(done, ReplyDone) and not done.text and not errors
+            return Answer("") if nothing else answer(done)
         self.stop_summaries()  # the model is wanted: a summary ahead must not hold it
         return await self._run("model", by_model)
 
