@@ -22,7 +22,7 @@ from assistant.events import (
 )
 from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
-from assistant.sentences import SentenceSplitter
+from assistant.sentences import SentenceSplitter, split_sentences
 from assistant.summarizer import SummarizesConversation
 from assistant.tools import ToolRegistry
 from memory.fitting import PromptTooLarge
@@ -291,8 +291,7 @@ class Conversation(SummarizesConversation):
             emit(internal_error(exc))
             return None
         emit(TextDelta(said))
-        splitter = SentenceSplitter(first_clause_words)
-        for sentence in [*splitter.feed(said), *splitter.finish()]:
+        for sentence in split_sentences(said, first_clause_words):
             emit(Sentence(sentence))
         self.history.add("assistant", said)
         self._keep_limit()

@@ -45,3 +45,9 @@ class SentenceSplitter:
     def finish(self) -> list[str]:
         rest, self._buffer = self._buffer.strip(), ""
         return [rest] if rest else []
+
+
+def split_sentences(text: str, first_clause_words: int = 0) -> list[str]:
+    """The sentences of a whole text, as `SentenceSplitter` would give them fed at once."""
+    splitter = SentenceSplitter(first_clause_words)
+    return [*splitter.feed(text), *splitter.finish()]

@@ -21,7 +21,7 @@ import numpy as np
 
 from assistant.conversation import Conversation
 from assistant.events import Error, Event, ReplyDone, Summarized, SummaryFailed
-from assistant.sentences import SentenceSplitter
+from assistant.sentences import split_sentences
 from models.base import CancelToken
 from models.speech import SpeechToText, TextToSpeech, Transcript
 
@@ -44,11 +44,6 @@ def _log_summary(event: Event) -> None:
         log.debug("summary ahead: it covers #1 to #%d", event.covered_through)
     elif isinstance(event, SummaryFailed):
         log.debug("summary ahead: %s", event.text)
-
-
-def sentences(text: str) -> list[str]:
-    splitter = SentenceSplitter()
-    return [*splitter.feed(text), *splitter.finish()]
 
 
 class Engines:
@@ -77,7 +72,7 @@ class Engines:
 
     async def synthesize(self, text: str) -> AsyncIterator[np.ndarray]:
         """The voice's int16 audio for `text`, a sentence at a time."""
-        for sentence in sentences(text):
+        for sentence in split_sentences(text):
             if self.closing:
                 return
             for chunk in await self._run("tts", lambda s=sentence: list(self.tts.synthesize(s))):
