@@ -13,6 +13,7 @@ from datetime import datetime
 from assistant import history_tool
 from memory.fitting import PromptTooLarge, fit_history
 from memory.history import Message, local_now
+from memory.ranking import is_question
 from memory.search import HistorySearch, SearchIndexCache, describe
 from memory.summary import RunningSummary, summary_block
 from models.base import ChatModel, PromptMessage, ToolSpec
@@ -149,9 +150,12 @@ class PromptBuilder:
         # A model shown no earlier exchange copies a quoted earlier answer of its own
         # word for word into the new one; what the user said is what it must not lose.
         own_words_only = self.recent_exchanges == 0
+        # An earlier question is not an answer to a new one: shown "What is the capital of
+        # France?" beside "What is the capital of Japan?", the small model said "Paris".
         out = [m for m in messages if m.seq < current.seq
                and (m.seq <= summary.covered_through or m.seq in dropped)
-               and m.tool != history_tool.NAME and (m.role == "user" or not own_words_only)]
+               and m.tool != history_tool.NAME and (m.role == "user" or not own_words_only)
+               and not (m.role == "user" and is_question(m.content))]
         if not out:
             return None
         search = HistorySearch(out, self.cache)

@@ -42,6 +42,19 @@ _ASKS_USER = re.compile(
     r"described|complained|explained)\b")
 
 
+_QUESTION_START = re.compile(
+    r"^\W*(?:what|what's|who|who's|whom|whose|which|when|where|where's|why|how|how's|"
+    r"is|are|was|were|do|does|did|can|could|would|will|should|shall|may|might|have|has|had|"
+    r"am|isn't|aren't|don't|doesn't|didn't|can't|won't)\b", re.IGNORECASE)
+
+
+def is_question(text: str) -> bool:
+    """The message asks something ("What is the capital of France?", "do you know the
+    way"): it holds no fact to recall, only the words of one."""
+    stripped = text.strip()
+    return stripped.endswith("?") or _QUESTION_START.match(stripped) is not None
+
+
 def side_asked(question: str) -> str | None:
     """"assistant" or "user" when the question asks what that side said, else None."""
     text = question.lower()

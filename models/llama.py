@@ -126,6 +126,11 @@ class LlamaChatModel(ChatModel):
         self.name = path.name
         self.context_size = context_size
         self.sampling = sampling or Sampling()
+        self.seed = seed
+        """Every generation starts its sampler from this seed: the same prompt gets the same
+        answer, however many generations came before (llama-cpp-python otherwise draws each
+        call's seed from the previous one, so one prompt read ahead more or less, or one
+        summary between turns, changed every later answer)."""
         template = self._llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ModelLoadError(f"{path} has no chat template in its metadata")
@@ -218,7 +223,8 @@ class LlamaChatModel(ChatModel):
         completion = 0
         pieces = self._llm.create_completion(
             tokens, max_tokens=min(max_tokens, room), stream=True,
-            stop=[self._eos] if self._eos else None, **dataclasses.asdict(self.sampling))
+            stop=[self._eos] if self._eos else None, seed=self.seed,
+            **dataclasses.asdict(self.sampling))
         try:
             for piece in self._generated(pieces, "while answering"):
                 completion += 1
@@ -283,7 +289,8 @@ class LlamaChatModel(ChatModel):
             return 0
         # One generated token is the cheapest way through llama-cpp-python's public API to
         # evaluate a prompt; the next call's prefix match simply ignores it.
-        pieces = self._llm.create_completion(tokens, max_tokens=1, temperature=0.0, stream=True)
+        pieces = self._llm.create_completion(tokens, max_tokens=1, temperature=0.0, stream=True,
+                                             seed=self.seed)
         for _ in self._generated(pieces, "while reading the prompt ahead"):
             pass
         return len(tokens) - cached

@@ -177,6 +177,17 @@ GUARD = textwrap.dedent("""
             sys.stderr.write(f"WROTE TO DISK: {event} {args[:2]}\\n")
             os._exit(99)
     sys.addaudithook(hook)
+    pinned = os.environ.get("PARLEY_TEST_NOW")
+    if pinned:  # the wall clock starts at this time (the date reaches the model's prompt)
+        import datetime as dt, time
+        import assistant.tools, memory.history
+        start, began = dt.datetime.fromisoformat(pinned), time.monotonic()
+        class PinnedClock(dt.datetime):
+            @classmethod
+            def now(cls, tz=None):
+                at = start + dt.timedelta(seconds=time.monotonic() - began)
+                return at if tz is None else at.astimezone(tz)
+        memory.history.datetime = assistant.tools.datetime = PinnedClock
     from assistant.cli.main import main
     sys.exit(main(sys.argv[1:]))
 """)
@@ -192,13 +203,16 @@ def guarded_env(allowed: Path, **extra: str) -> dict[str, str]:
                 PARLEY_TEST_ALLOWED_DIR=str(allowed.resolve()), **extra)
 
 
-def run_parley(tmp_path: Path, stdin: bytes, *flags: str, trace: bool = False):
-    """Run `parley FLAGS` with the audit hook (and strace into `tmp_path/trace`)."""
+def run_parley(tmp_path: Path, stdin: bytes, *flags: str, trace: bool = False,
+               now: str | None = None):
+    """Run `parley FLAGS` with the audit hook (and strace into `tmp_path/trace`); with
+    `now` (ISO 8601, local time), its wall clock starts then."""
     command = guarded_parley(flags)
     if trace:
         command = traced(command, tmp_path / "trace")
+    extra = {"PARLEY_TEST_NOW": now} if now else {}
     return subprocess.run(command, input=stdin, capture_output=True,
-                          env=guarded_env(tmp_path), timeout=600)
+                          env=guarded_env(tmp_path, **extra), timeout=600)
 
 
 def written_outside(tmp_path: Path) -> list[str]:

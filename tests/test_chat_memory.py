@@ -435,6 +435,22 @@ def test_a_strong_match_in_a_covered_message_becomes_a_recall_hint():
     assert not any(isinstance(e, RecallHint) for e in events)
 
 
+def test_a_recall_hint_never_quotes_an_earlier_question_for_a_new_one():
+    """Shown "What is the capital of France?" beside "What is the capital of Japan?", the
+    embedded model answered "Paris": a question holds no fact to recall."""
+    conversation, model = make(recent_exchanges=0)
+    chat(conversation, model, ("What is the capital of France? " + "words " * 190, "Paris."),
+         ("I parked the car on level 3, spot 42. " + "words " * 190, "Noted."),
+         *(filler(n) for n in range(3)))
+    assert conversation.summary.covered_through >= 4
+    events = chat(conversation, model, ("What is the capital of Japan?", "Tokyo."))
+    assert not any(isinstance(e, RecallHint) for e in events)
+    assert "France" not in model.prompts[-1][-1].content
+    events = chat(conversation, model, ("Which level did I park the car on?", "Level 3."))
+    assert RecallHint(3) in events
+    assert "level 3, spot 42" in model.prompts[-1][-1].content
+
+
 def test_clear_forgets_the_summary_too():
     conversation, model = make()
     chat(conversation, model, *(filler(n) for n in range(4)))

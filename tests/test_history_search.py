@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import Message, read_message, search_history
 from memory.history import History
+from memory.ranking import is_question
 from memory.scan import WINDOW_CHARS, WINDOW_STEP, Corpus, match_weight, query_terms, words
 from memory.search import HistorySearch
 from memory.when import days_asked
@@ -159,3 +161,15 @@ def test_the_model_is_told_the_date_and_the_prompt_stays_the_same_all_day():
     assert "Today is Saturday, 5 December 2026." in morning
     assert system_at("2026-12-05T23:59:00+01:00") == morning  # llama.cpp reuses it all day
     assert "Sunday, 6 December" in system_at("2026-12-06T00:01:00+01:00")
+
+
+@pytest.mark.parametrize("text", ["What is the capital of France?", "how many legs does a "
+                                  "spider have", "Do you remember my name", "  Where's my car"])
+def test_questions_are_told_from_statements(text):
+    assert is_question(text)
+
+
+@pytest.mark.parametrize("text", ["I parked on level 3.", "My name is Sam.",
+                                  "Whatever you think is fine.", "Howard called me."])
+def test_statements_are_not_questions(text):
+    assert not is_question(text)

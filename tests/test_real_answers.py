@@ -2,6 +2,7 @@
 voice: time, date, arithmetic, and a timer that goes off during a `wait_s` turn."""
 
 import json
+import os
 from datetime import datetime
 
 import pytest
@@ -59,8 +60,12 @@ def test_the_embedded_model_does_not_parrot_over_thirty_varied_questions(tmp_pat
     texts = [q if isinstance(q, str) else q[0] for q in questions]
     turns = [{"text": text} for text in texts]
     (tmp_path / "session.json").write_text(json.dumps({"turns": turns}))
+    # The summary's bullets name the day they were said on, and the summary is in the
+    # prompt: the same questions on another day are another prompt. The day is pinned so
+    # every run asks the same; PARLEY_TEST_PARROT_NOW tries another.
+    now = os.environ.get("PARLEY_TEST_PARROT_NOW", "2026-03-14T09:30:00")
     result = run_parley(tmp_path, b"", "replay", str(tmp_path / "session.json"), "--fast",
-                        "--ctx", "2048", "--answer-tokens", "64")
+                        "--ctx", "2048", "--answer-tokens", "64", now=now)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     replies = [turn.get("reply", "").strip().lower()
                for turn in json.loads(result.stdout)["turns"]]
