@@ -15,7 +15,7 @@ after it done (as replay `--fast` does), so every run gives the same records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,31 +87,27 @@ def run_turns(
     reply_settings: ReplySettings | None = None,
     tools: ToolRegistry | None = None,
     segmenter: Segmenter | None = None,
-    between: Callable[[VoiceRun, int], None] | None = None,
 ) -> VoiceRun:
     """Build a voice loop, feed it `turns` one after another, wait, close it.
 
     `replies` are queued on the scripted `model`; `script` says what each clip says (by
     its peak amplitude, see `ScriptedSpeechToText`). The conversation is built as voice
     mode builds it (the summary written between turns) unless `reply_settings` says
-    otherwise. `between(run, n)` runs after turn `n` was answered, before the next.
+    otherwise.
     """
     model = model or ScriptedChatModel()
     model.enqueue(*replies)
     clock = MicrophoneClock()
+    stt = stt or ScriptedSpeechToText(script or {})
+    tts = tts or ToneTextToSpeech(10.0)
     speaker = MemorySpeaker(realtime=False)
-    run = VoiceRun(
-        loop=None,  # type: ignore[arg-type]  # set below: the loop renders into `shown`
-        model=model,
-        stt=stt or ScriptedSpeechToText(script or {}),
-        tts=tts or ToneTextToSpeech(10.0),
-        speaker=speaker)
+    shown: list[Event] = []
     conversation = Conversation(model, tools or builtin_tools(),
                                 reply_settings or ReplySettings(idle_summaries=True))
-    run.loop = VoiceLoop(conversation, run.stt, run.tts, speaker, segmenter or Segmenter(),
-                         settings or VoiceSettings(echo_tail_ms=0), render=run.shown.append,
-                         clock=clock)
-    loop = run.loop
+    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter or Segmenter(),
+                     settings or VoiceSettings(echo_tail_ms=0), render=shown.append,
+                     clock=clock)
+    run = VoiceRun(loop, model, stt, tts, speaker, shown)
     try:
         for number, turn in enumerate(turns):
             if isinstance(turn, str):
@@ -124,8 +120,6 @@ def run_turns(
             # The echo tail passes as the microphone goes on (the clock is its samples).
             while not loop.quiet:
                 clock.feed(loop.feed_audio, np.zeros(RATE * 30 // 1000, dtype=np.int16))
-            if between is not None:
-                between(run, number)
         loop.end_of_input()
     finally:
         assert loop.close(HUNG_S), "the reply worker never ended"

@@ -32,6 +32,7 @@ from assistant.timers import Timer
 from assistant.voice.end_of_turn import EndOfTurn
 from assistant.voice.listening import Listener
 from assistant.voice.reply_worker import ReplyWorker
+from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import Stop, TimerRang, TurnQueue, TypedTurn
 from assistant.voice.turns import TurnRecord, VoiceSettings
@@ -237,7 +238,8 @@ class VoiceLoop:
     # -- inside ---------------------------------------------------------------------------
 
     @property
-    def _speech(self):
+    def _speech(self) -> SpokenReply | None:
+        """The reply being spoken, if any (what the microphone may be hearing)."""
         now = self.replies.now
         return now.speech if now is not None else None
 
