@@ -48,8 +48,9 @@ class ReplySettings:
     """Limit for writing the running summary, including the wait for the model."""
     idle_summaries: bool = False
     """The summary is written between turns (`summarize_ahead`), never inside a reply, which
-    goes on with the last one written and drops what does not fit. For chat at a terminal
-    and voice, which have idle time; piped chat has none and summarizes in the reply."""
+    goes on with the last one written and drops what does not fit (`BetweenTurns`). Chosen
+    by whoever builds the conversation: chat at a terminal, voice and serve have idle time;
+    piped chat has none and summarizes in the reply."""
     tell_date: bool = True
     """Say today's date in the system prompt (the embedded 135M model answers worse for it:
     "The CAPT." instead of "Paris"; it gets False)."""
@@ -103,7 +104,7 @@ class Conversation(SummarizesConversation):
 
     @property
     def prompts(self) -> PromptBuilder:
-        """The prompt builder for the current settings (voice changes them after start)."""
+        """The prompt builder for this conversation's settings."""
         return PromptBuilder(self.model, self.settings.system_prompt,
                              self.settings.answer_tokens, self.settings.recall_hints,
                              self._search_cache, self.settings.recent_exchanges,

@@ -37,7 +37,7 @@ def home(tmp_path, monkeypatch) -> Home:
     home.folder.mkdir()
     monkeypatch.setenv("HOME", str(home.folder))
 
-    def load_conversation(args, timers=None, max_messages=None):
+    def load_conversation(args, timers=None, max_messages=None, idle_summaries=False):
         home.seen.append(args)
         raise ConfigError("stopped by the test")
 

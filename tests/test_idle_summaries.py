@@ -172,7 +172,6 @@ class TypedConsole(Console):
 
 def test_chat_at_a_terminal_writes_the_summary_while_the_user_types():
     conversation, model = idle_conversation(hold=1)
-    conversation.settings = ReplySettings(answer_tokens=256)  # the chat turns it on
     model.enqueue(*(filler(n)[1] for n in range(4)))
 
     def before(number: int) -> None:
@@ -221,7 +220,6 @@ def voice_loop(conversation: Conversation, shown: list) -> VoiceLoop:
 
 def test_voice_writes_the_summary_after_a_reply_is_spoken_and_the_next_turn_stops_it():
     conversation, model = idle_conversation(hold=1)
-    conversation.settings = ReplySettings(answer_tokens=256)  # the loop turns it on
     model.enqueue(*(filler(n)[1] for n in range(4)))
     shown: list = []
     loop = voice_loop(conversation, shown)

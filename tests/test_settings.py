@@ -24,7 +24,7 @@ def seen(monkeypatch):
     """The settings `parley chat` would build its conversation from (it stops there)."""
     captured: list = []
 
-    def load_conversation(args, timers=None, max_messages=None):
+    def load_conversation(args, timers=None, max_messages=None, idle_summaries=False):
         captured.append(args)
         raise ConfigError("stopped by the test")
 
@@ -115,7 +115,7 @@ def run_chat_with_a_bug(monkeypatch, capsys, argv: list[str]) -> tuple[str, str]
     model = ScriptedChatModel()
     model.enqueue("Hi.", "never said")
     monkeypatch.setattr("assistant.cli.engines.load_conversation",
-                        lambda args, timers=None, max_messages=None:
+                        lambda args, timers=None, max_messages=None, idle_summaries=False:
                         Conversation(model, builtin_tools()))
     import assistant.prompt as prompt
 

@@ -23,6 +23,7 @@ from tests.fakes import (
     ToneTextToSpeech,
     speechlike,
 )
+from tests.voice_harness import run_turns
 
 RATE = 16000
 HELLO, TIME, STOP = 4000, 8000, 12000
@@ -44,14 +45,16 @@ def write_session(folder, turns: list[dict], clips: dict[str, np.ndarray]):
 
 
 def make_loop(model, barge_in=False, max_utterance_s=20.0, ms_per_char=50.0,
-              realtime=False, settings=None, keep_audio=False, stt=None, clock=None):
+              realtime=False, settings=None, keep_audio=False, stt=None, clock=None,
+              speculative_reply=True):
     conversation = Conversation(model, builtin_tools(), settings or ReplySettings())
     stt = stt or ScriptedSpeechToText(SCRIPT)
     tts = ToneTextToSpeech(ms_per_char)
     segmenter = Segmenter(SegmenterSettings(max_utterance_s=max_utterance_s))
     timing = {} if clock is None else {"clock": clock}
     loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=realtime, **timing),
-                     segmenter, VoiceSettings(barge_in=barge_in, echo_tail_ms=100),
+                     segmenter, VoiceSettings(barge_in=barge_in, echo_tail_ms=100,
+                                              speculative_reply=speculative_reply),
                      keep_audio=keep_audio, **timing)
     return loop, stt, tts
 
@@ -235,16 +238,30 @@ def test_without_barge_in_parley_does_not_hear_itself(tmp_path):
 
 
 def test_voice_history_is_capped_at_its_limit():
-    model = ScriptedChatModel()
-    loop, *_ = make_loop(model, settings=ReplySettings(max_messages=6))
-    try:
-        for number in range(5):
-            loop.submit_text(f"message {number}")
-        loop.wait_idle(30)
-    finally:
-        loop.close()
-    seqs = [m.seq for m in loop.conversation.history.messages]
+    run = run_turns([f"message {number}" for number in range(5)],
+                    reply_settings=ReplySettings(max_messages=6))
+    seqs = [m.seq for m in run.conversation.history.messages]
     assert seqs == [5, 6, 7, 8, 9, 10]
+
+
+def test_a_spoken_turn_and_a_typed_one_are_heard_answered_and_spoken_in_order():
+    run = run_turns([clip(1.0, HELLO), "What did I say?"], script=SCRIPT,
+                    replies=["Hi! How can I help?", "You said hello."])
+    spoken, typed = run.records
+    assert (spoken.source, typed.source) == ("audio", "text")
+    assert run.heard == [SCRIPT[HELLO], "What did I say?"]
+    assert run.replies == ["Hi! How can I help?", "You said hello."]
+
+    def said(record) -> list[str]:  # text deltas come as the model streams: any number
+        return [kind for kind in run.event_types(record) if kind != "text-delta"]
+
+    assert said(spoken) == ["heard", "sentence", "spoken", "sentence", "spoken", "reply-done"]
+    assert said(typed) == ["sentence", "spoken", "reply-done"]
+    assert run.tts.spoken == ["Hi!", "How can I help?", "You said hello."]
+    # The end of speech is counted in the microphone's samples: the same on any machine.
+    assert spoken.timings["end_of_speech_ms"] == pytest.approx(720, abs=30)
+    assert [m.content for m in run.conversation.history.messages] == [
+        SCRIPT[HELLO], "Hi! How can I help?", "What did I say?", "You said hello."]
 
 
 def test_the_lookup_step_is_labelled_in_voice(tmp_path):
@@ -280,26 +297,19 @@ def test_session_errors_name_the_file_and_the_turn(tmp_path):
 
 
 def test_between_turns_the_next_prompt_beginning_is_prepared():
-    model = ScriptedChatModel()
-    model.enqueue("First.", "Second.", "Third.")
-    loop, *_ = make_loop(model)
-    try:
-        for text in ("one", "two", "three"):
-            loop.submit_text(text)
-            loop.wait_idle(30)
-    finally:
-        loop.close()
+    run = run_turns(["one", "two", "three"], replies=["First.", "Second.", "Third."])
+    model = run.model
     # Each reply's prompt begins exactly with what was prepared before it came.
     for prepared, prompt in zip(model.prefills, model.prompts, strict=False):
         assert prompt[:len(prepared)] == prepared
-    assert len(model.prefills) >= 3 and loop.prefilled_tokens > 0
+    assert len(model.prefills) >= 3 and run.loop.prefilled_tokens > 0
     assert [m.content for m in model.prefills[2][1:]] == ["one", "First.", "two", "Second."]
 
 
 def test_voice_summarizes_what_no_longer_fits_and_passes_the_summary_on(tmp_path):
     from tests.test_chat_memory import filler, make
 
-    conversation, model = make()
+    conversation, model = make(idle_summaries=True)  # as voice mode builds it
     stt, tts = ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(5)
     loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False), Segmenter(),
                      VoiceSettings(echo_tail_ms=0))

@@ -22,6 +22,7 @@ from tests.fakes import (
     speechlike,
 )
 from tests.test_voice import HELLO, TIME, clip, run_session, wait_until
+from tests.voice_harness import run_turns
 
 RATE = 16000
 FIRST, WHOLE = 4000, 8000
@@ -65,7 +66,7 @@ class Room:
 
 def wait_for_a_held_tool_call(room: Room, what: str) -> None:
     """Until the reply answered ahead has called a tool (and is held there, unconfirmed)."""
-    wait_until(lambda: (speculation := room.loop._speculating) is not None
+    wait_until(lambda: (speculation := room.loop.log.speculating) is not None
                and any(isinstance(event, ToolCall) for event in speculation.held_events),
                what)
 
@@ -122,6 +123,24 @@ def test_a_speculation_that_stands_is_played_when_the_wait_ends():
     assert len(room.speaker.chunks) == 2
 
 
+@pytest.mark.parametrize("speculative_reply", [True, False])
+def test_a_pause_inside_a_turn_leaves_one_turn_whenever_the_reply_ahead_got_to(
+        speculative_reply):
+    """However far the reply to the pause's words got before the user went on (the
+    harness feeds audio as fast as it can), only the whole turn is answered. (The model
+    says "OK." to anything: a reply ahead that reached it takes nothing from a script.)"""
+    run = run_turns(
+        [np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.4),
+                         speechlike(1.0, WHOLE)])],
+        script=SCRIPT,
+        settings=VoiceSettings(echo_tail_ms=0, speculative_reply=speculative_reply,
+                               prefill=False))
+    assert run.heard == [SCRIPT[WHOLE]] and run.replies == ["OK."]
+    assert [m.content for m in run.conversation.history.messages] == [SCRIPT[WHOLE], "OK."]
+    assert [e.text for e in run.shown if isinstance(e, Heard)] == [SCRIPT[WHOLE]]
+    assert run.tts.spoken[-1:] == ["OK."]
+
+
 def test_a_timer_asked_for_ahead_is_set_once_the_turn_is_confirmed():
     room = Room(ScriptedChatModel())
     room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.3)]))
@@ -133,7 +152,18 @@ def test_a_timer_asked_for_ahead_is_set_once_the_turn_is_confirmed():
     assert room.loop.records[0].reply == "Your 10 minute timer is set."
 
 
-def replay_results(tmp_path, speculative_reply: bool, fast: bool) -> dict:
+def replay_results(tmp_path, monkeypatch, speculative_reply: bool, fast: bool
+                   ) -> tuple[dict, int]:
+    """The replay's document without what differs from run to run (when things happened),
+    and how many replies answered ahead became the turn's."""
+    adopted: list = []
+    adopt = Conversation.adopt
+
+    def counting_adopt(self, twin, forked_from):  # only a committed speculation is adopted
+        adopted.append(twin)
+        return adopt(self, twin, forked_from)
+
+    monkeypatch.setattr(Conversation, "adopt", counting_adopt)
     model = ScriptedChatModel()
     model.enqueue("Hi! How can I help?",
                   '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}'
@@ -142,8 +172,9 @@ def replay_results(tmp_path, speculative_reply: bool, fast: bool) -> dict:
     folder.mkdir()
     report, loop, *_ = run_session(
         folder, model, [{"audio": "hello.wav"}, {"audio": "time.wav"}, {"text": "Thanks!"}],
-        {"hello.wav": clip(1.2, HELLO), "time.wav": clip(1.5, TIME)}, fast=fast)
-    assert loop.settings.speculative_reply  # the default
+        {"hello.wav": clip(1.2, HELLO), "time.wav": clip(1.5, TIME)}, fast=fast,
+        speculative_reply=speculative_reply)
+    assert loop.settings.speculative_reply is speculative_reply
     for message in report["messages"]:
         message.pop("at")  # when each was said differs from run to run
     for turn in report["turns"]:
@@ -151,15 +182,19 @@ def replay_results(tmp_path, speculative_reply: bool, fast: bool) -> dict:
         turn["input"] = turn["input"].get("text") or "audio"
         for event in turn["events"]:
             event.pop("ms")
-    return report
+    return report, len(adopted)
 
 
 @pytest.mark.parametrize("fast", [True, False])
 def test_replay_gives_the_same_results_with_and_without_speculation(tmp_path, monkeypatch,
                                                                     fast):
-    with_it = replay_results(tmp_path, True, fast)
-    monkeypatch.setattr(VoiceSettings, "speculative_reply", False)
-    without = replay_results(tmp_path, False, fast)
+    with_it, answered_ahead = replay_results(tmp_path, monkeypatch, True, fast)
+    without, answered_after = replay_results(tmp_path, monkeypatch, False, fast)
+    # Both spoken turns were answered ahead in one run, and neither in the other…
+    assert (answered_ahead, answered_after) == (2, 0)
+    # …and nobody could tell from the results.
     assert with_it == without
     assert [t["reply"] for t in with_it["turns"]] == [
         "Hi! How can I help?", "The sea is wide.", "OK."]
+    spoken = [e["text"] for e in with_it["turns"][0]["events"] if e["type"] == "spoken"]
+    assert spoken == ["Hi!", "How can I help?"]

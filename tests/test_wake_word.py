@@ -255,7 +255,7 @@ def test_the_wake_word_stops_a_ringing_timer(okay_nabu):
 def test_the_wake_word_never_stays_in_the_transcript(heard, kept):
     loop, _ = make_loop(ScriptedChatModel())
     try:
-        assert loop._without_wake_word(heard) == kept
+        assert loop.listener.without_wake_word(heard) == kept
     finally:
         loop.close()
 

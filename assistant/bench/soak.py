@@ -113,7 +113,7 @@ def bench_soak(turns: int) -> None:
     conversation = Conversation(engines[0], builtin_tools(),
                                 ReplySettings(answer_tokens=ANSWER_TOKENS,
                                               max_messages=VOICE_HISTORY_MESSAGES,
-                                              recent_exchanges=0),
+                                              recent_exchanges=0, idle_summaries=True),
                                 local=LocalIntents())
     loop = replay_loop(conversation, engines)
     clips = samples.all_samples()

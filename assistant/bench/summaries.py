@@ -135,10 +135,11 @@ def replay_session(label: str, engines, texts: list[str], idle: bool, typed: boo
     # As Parley's voice mode sets it up for the embedded model (it sees no earlier
     # exchange word for word, and keeps 400 messages).
     conversation = Conversation(llm, builtin_tools(), ReplySettings(
-        answer_tokens=ANSWER_TOKENS, recent_exchanges=0, max_messages=400))
+        answer_tokens=ANSWER_TOKENS, recent_exchanges=0, max_messages=400,
+        idle_summaries=idle))
     # The speaker plays at once: what is measured is the silence after the reply.
     loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False, keep_chunks=False),
-                     Segmenter(), VoiceSettings(idle_summaries=idle))
+                     Segmenter(), VoiceSettings())
     gaps = random.Random(7)
     session: list[ReplayTurn] = []
     for number, text in enumerate(texts):

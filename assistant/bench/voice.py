@@ -218,7 +218,7 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
     from assistant.voice.replay import ReplayTurn, replay
 
     conversation = Conversation(engines[0], builtin_tools(),
-                                ReplySettings(answer_tokens=ANSWER_TOKENS))
+                                ReplySettings(answer_tokens=ANSWER_TOKENS, idle_summaries=True))
     loop = replay_loop(conversation, engines, settings)
     clips = (samples.librivox() + samples.commands())[:turns]
     session = [ReplayTurn(n, audio_path=None, pcm=c.pcm) for n, c in enumerate(clips, 1)]

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import partial
 from typing import TextIO
 
 from rich.console import Console
 
+from assistant.between_turns import BetweenTurns
 from assistant.cli.render import ChatRenderer
 from assistant.cli.terminal import read_line
 from assistant.conversation import Conversation
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.timers import Timer, Timers, cancelled_line, finished_event
-from assistant.workers import Worker, run_interruptibly
+from assistant.workers import run_interruptibly
 from memory.history import said_at
 from memory.summary import summary_block
 from models.base import CancelToken
@@ -33,10 +33,9 @@ class ChatSession:
         self.conversation = conversation
         self.timers = timers
         self.interactive = interactive
-        if interactive:  # idle time between lines: the summary is written in it
-            conversation.settings = replace(conversation.settings, idle_summaries=True)
-        self._idle: tuple[Worker, CancelToken] | None = None
-        """The work done while the user types: the summary, then the next prompt's beginning."""
+        self._between_turns = BetweenTurns(conversation)
+        """The work done while the user types: the summary (if the conversation was built
+        to write it between turns: at a terminal), then the next prompt's beginning."""
         self._idle_outcomes: list[Event] = []
         # Piped output stays plain text, so transcripts compare exactly.
         self.console = console or Console(highlight=False, markup=False,
@@ -120,19 +119,10 @@ class ChatSession:
         return 0
 
     def _start_idle(self) -> None:
-        """While the user types (the model is idle): write the summary the coming turns
-        will need (a terminal only), then process the next prompt's beginning, which the
-        summary changes. Its outcome is shown with the next reply: printed now, it would
-        land in the middle of the line being typed."""
-        cancel = CancelToken()
-
-        def work() -> None:
-            if self.conversation.settings.idle_summaries:
-                self.conversation.summarize_ahead(self._keep_outcome, cancel)
-            if not cancel.cancelled:
-                self.conversation.prepare_next()
-
-        self._idle = (Worker(work, "idle"), cancel)
+        """While the user types (the model is idle): the work between turns. Its outcome
+        is shown with the next reply: printed now, it would land in the middle of the line
+        being typed."""
+        self._between_turns.start(self._keep_outcome)
 
     def _keep_outcome(self, event: Event) -> None:
         if isinstance(event, (Summarized, SummaryFailed)):
@@ -144,10 +134,4 @@ class ChatSession:
         and wait for the model's current step, or for the prompt being prepared, which the
         reply would read anyway. Piped input writes no summary between lines: there the
         next line waits for the preparation, as before."""
-        if self._idle is None:
-            return
-        worker, cancel = self._idle
-        if self.interactive:
-            cancel.cancel()
-        worker.wait()
-        self._idle = None
+        self._between_turns.finish(stop=self.interactive)

@@ -63,8 +63,10 @@ def recent_exchanges(args: argparse.Namespace) -> int | None:
     return None if chosen == "all" else chosen
 
 
-def reply_settings(args: argparse.Namespace, max_messages: int | None = None) -> ReplySettings:
-    """The limits of a reply the settings ask for; a ConfigError says what is wrong."""
+def reply_settings(args: argparse.Namespace, max_messages: int | None = None,
+                   idle_summaries: bool = False) -> ReplySettings:
+    """The limits of a reply the settings ask for; a ConfigError says what is wrong.
+    `idle_summaries`: the summary is written between turns (there is idle time)."""
     if args.ctx < 512:
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
     if not 16 <= args.answer_tokens <= args.ctx // 2:
@@ -73,18 +75,20 @@ def reply_settings(args: argparse.Namespace, max_messages: int | None = None) ->
         return ReplySettings(answer_tokens=args.answer_tokens,
                              max_tool_calls=args.max_tool_calls, max_messages=max_messages,
                              recent_exchanges=recent_exchanges(args),
-                             tell_date=bool(args.llm_url or args.llm_model))
+                             tell_date=bool(args.llm_url or args.llm_model),
+                             idle_summaries=idle_summaries)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
 
 
 def load_conversation(args: argparse.Namespace, timers: Timers,
-                      max_messages: int | None = None) -> Conversation:
+                      max_messages: int | None = None,
+                      idle_summaries: bool = False) -> Conversation:
     """The conversation with its model, tools (the timer tool over `timers`) and local
     intents; the templates compile while the model loads. With `--save`/`--resume` it is
     kept in that file, which is checked before the model loads."""
     saving = save_request(args)
-    settings = reply_settings(args, max_messages)
+    settings = reply_settings(args, max_messages, idle_summaries)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
@@ -102,7 +106,9 @@ def load_voice_engines(args: argparse.Namespace, timers: Timers):
     optimizes the graph), and on two cores three loads in threads took 0.89 s (up to
     1.70 s) against 0.96 s in turn (`assistant.bench.soak --only start`).
     """
-    conversation = load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES)
+    # Voice has the time between turns: the summary is written in it, not in replies.
+    conversation = load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES,
+                                     idle_summaries=True)
     return conversation, load_stt(args), load_tts(args)
 
 

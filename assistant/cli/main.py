@@ -160,9 +160,11 @@ def run(args: argparse.Namespace) -> int:
     # The session shows a timer going off; it exists once the conversation is loaded.
     shown: list[ChatSession] = []
     timers = Timers(on_finished=lambda timer: shown and shown[0].timer_finished(timer))
-    conversation = load_conversation(args, timers)
+    interactive = sys.stdin.isatty()
+    # At a terminal the user types between replies: the summary is written then.
+    conversation = load_conversation(args, timers, idle_summaries=interactive)
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    session = ChatSession(conversation, interactive=sys.stdin.isatty(), timers=timers)
+    session = ChatSession(conversation, interactive=interactive, timers=timers)
     shown.append(session)
     announce(conversation, session.console)
     try:

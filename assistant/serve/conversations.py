@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from assistant.between_turns import BetweenTurns
 from assistant.conversation import Conversation
 
 DEFAULT_MAX_CONVERSATIONS = 32
@@ -26,6 +27,12 @@ class Kept:
     last_used: float
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One reply at a time in a conversation: a second request waits for the first."""
+    between_turns: BetweenTurns = field(init=False)
+    """Its summary written after a reply, while the model is free (no next prompt is
+    prepared: the model answers many conversations in turn)."""
+
+    def __post_init__(self) -> None:
+        self.between_turns = BetweenTurns(self.conversation, prepare=False)
 
 
 class Conversations:

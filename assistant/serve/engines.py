@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from assistant.between_turns import BetweenTurns
 from assistant.conversation import Conversation
 from assistant.events import Error, Event, ReplyDone, Summarized, SummaryFailed
 from assistant.sentences import split_sentences
@@ -57,7 +58,7 @@ class Engines:
         self.closing = False
         self.waiting = dict.fromkeys(self._threads, 0)
         """Requests each engine is doing or has queued."""
-        self._summaries: set[CancelToken] = set()
+        self._between_turns: set[BetweenTurns] = set()
         """The summaries written or waiting to be written ahead: a request stops them."""
 
     async def _run(self, engine: str, work: Callable[[], T]) -> T:
@@ -106,27 +107,22 @@ class Engines:
         self.stop_summaries()  # the model is wanted: a summary ahead must not hold it
         return await self._run("model", by_model)
 
-    async def summarize_ahead(self, conversation: Conversation) -> bool:
-        """Write the summary `conversation`'s coming turns will need, on the model's thread,
-        so that no reply waits for it (`Conversation.summarize_ahead`); the caller holds
-        the conversation. A model request coming meanwhile stops it between two batches of
-        the model's work (False); the next time the model is free tries again."""
-        cancel = CancelToken()
-        self._summaries.add(cancel)
-
-        def work() -> bool:
-            if cancel.cancelled or self.closing:
-                return False
-            return conversation.summarize_ahead(_log_summary, cancel)
-
+    async def between_turns(self, work: BetweenTurns) -> None:
+        """Write the summary a conversation's coming turns will need, on the model's
+        thread, so that no reply waits for it (`BetweenTurns`); the caller holds the
+        conversation. A model request coming meanwhile, even before it starts, stops it
+        between two batches of the model's work; the next time the model is free tries again."""
+        work.begin()
+        self._between_turns.add(work)
         try:
-            return await self._run("model", work)
+            await self._run("model", lambda: work.run(_log_summary,
+                                                      wanted=lambda: not self.closing))
         finally:
-            self._summaries.discard(cancel)
+            self._between_turns.discard(work)
 
     def stop_summaries(self) -> None:
-        for cancel in list(self._summaries):
-            cancel.cancel()
+        for work in list(self._between_turns):
+            work.stop()
 
     def close(self) -> None:
         """Stop taking work; what runs now finishes its step (native code cannot be left

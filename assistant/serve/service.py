@@ -46,7 +46,7 @@ class Service:
 
         async def write() -> None:
             async with kept.lock:
-                await self.engines.summarize_ahead(kept.conversation)
+                await self.engines.between_turns(kept.between_turns)
 
         task = asyncio.create_task(write())
         self.background.add(task)

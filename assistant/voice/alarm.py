@@ -5,26 +5,37 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
+
 from assistant.events import Event, ReplyDone, Sentence
 from assistant.timers import Timer, finished_event
-from assistant.voice.turns import TurnRecord
+from assistant.voice.turn_log import TurnLog
+from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.chime import chime
 from models.base import CancelToken
 
+Answer = Callable[[Callable[[Event], None], CancelToken], ReplyDone | None]
+Speak = Callable[[TurnRecord, Answer, np.ndarray], None]
+"""Says what an answer produces, after a sound (the reply worker's `speak`)."""
 
-class RingsTimers:
-    """The voice loop's part for timers (a mixin: it uses the loop's queue and speaker)."""
 
-    def ring(self, timer: Timer) -> None:
-        """A timer went off (on the timers' thread): announce it once the speaker is free."""
-        record = self._record("timer")
-        self._turns.put((record, timer))
+class Ringer:
+    """Rings a timer on the reply worker: it speaks through the worker's `speak`, and stops
+    as soon as `answered_since(t)` says the user spoke, typed or stopped Parley after `t`."""
 
-    def _ring(self, record: TurnRecord, timer: Timer) -> None:
+    def __init__(self, settings: VoiceSettings, log: TurnLog, sample_rate: int,
+                 speak: Speak, answered_since: Callable[[float], bool]) -> None:
+        self.settings = settings
+        self.log = log
+        self.sample_rate = sample_rate
+        self.speak = speak
+        self.answered_since = answered_since
+
+    def ring(self, record: TurnRecord, timer: Timer) -> None:
         """Chime and announce, again after a pause, until the user speaks or types."""
         finished = finished_event(timer)
-        self._emit(record, finished)
-        since = self.clock()
+        self.log.emit(record, finished)
+        since = self.log.clock()
 
         def announce(on_event: Callable[[Event], None], cancel: CancelToken) -> ReplyDone:
             on_event(Sentence(finished.text))
@@ -33,18 +44,17 @@ class RingsTimers:
         for number in range(self.settings.ring_times):
             if number and not self._unanswered_for(self.settings.ring_gap_s, since):
                 return
-            self._reply(record, announce, sound=chime(self.tts.sample_rate))
+            self.speak(record, announce, chime(self.sample_rate))
             if record.interrupted:
                 return
 
     def _unanswered_for(self, seconds: float, since: float) -> bool:
         """Wait `seconds`; False as soon as the user speaks, types or stops Parley."""
-        deadline = self.clock() + seconds
+        clock = self.log.clock
+        deadline = clock() + seconds
         while True:
-            if (self._speech_started_at > since or self._interrupted_at > since
-                    or not self._turns.empty() or self._closing):
+            if self.answered_since(since):
                 return False
-            if self.clock() >= deadline:
+            if clock() >= deadline:
                 return True
             time.sleep(0.02)
-

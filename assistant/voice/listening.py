@@ -1,4 +1,4 @@
-"""What the voice loop listens to (a mixin of `VoiceLoop`): half duplex, barge-in, the wake word.
+"""What the voice loop listens to: half duplex, barge-in, the echo tail, the wake word.
 
 Without barge-in Parley ignores the microphone while it speaks, and `echo_tail_ms` after,
 so it does not answer its own voice; with it (a headset, or `--echo-cancel`) the user's
@@ -18,15 +18,15 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
+from collections.abc import Callable
 
 import numpy as np
 
-from assistant.events import Wake
-from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpokenReply
-from assistant.voice.turns import TurnRecord
+from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.chime import wake_chime
-from audio.segmenter import SpeechStarted
+from audio.playback import AudioOutput
+from audio.segmenter import Segmenter, SpeechStarted
 from audio.wakeword import SAMPLE_RATE, WakeWordDetector
 
 log = logging.getLogger(__name__)
@@ -40,99 +40,105 @@ HEARD_WORD_S = 5.0
 if longer)."""
 
 
-class Listens:
-    """The loop's part that decides what is heard (it uses the loop's segmenter and output)."""
+class Listener:
+    """Decides what of the microphone's audio is heard, and when Parley is awake.
 
-    wake_word: WakeWordDetector | None = None
-    _awake_until = float("-inf")
-    _recent_audio: deque[np.ndarray] | None = None
-    _chime_ends = float("-inf")
+    It knows nothing of replies but what it is told: the one being spoken (`speech`), that
+    one ended (`reply_ended`); the loop acts on what it says (`ignoring_microphone`,
+    `barges_in`, the wake word heard)."""
 
-    def _ignoring_microphone(self) -> bool:
-        """Parley does not listen to itself unless barge-in is on. With a wake word, only
-        the wake word is listened for while Parley speaks: a colleague's voice or the radio
-        must not stop it."""
+    def __init__(self, settings: VoiceSettings, clock: Callable[[], float],
+                 output: AudioOutput, segmenter: Segmenter,
+                 wake_word: WakeWordDetector | None, sample_rate: int) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.output = output
+        self.segmenter = segmenter
+        self.wake_word = wake_word
+        self.sample_rate = sample_rate
+        """The voice's sample rate, for the wake chime."""
+        self.listening = not settings.push_to_talk
+        """Push-to-talk: Enter was pressed and the turn has not ended."""
+        self.quiet_until = 0.0
+        """Clock time the echo tail after Parley last spoke ends."""
+        self.speech_started_at = float("-inf")
+        """Clock time the user's speech last began."""
+        self._awake_until = float("-inf")
+        self._recent_audio: deque[np.ndarray] = deque()
+        self._chime_ends = float("-inf")
+
+    def ignoring_microphone(self, speech: SpokenReply | None) -> bool:
+        """Parley does not listen to itself (`speech`, the reply being spoken) unless
+        barge-in is on. With a wake word, only the wake word is listened for while Parley
+        speaks: a colleague's voice or the radio must not stop it."""
         if self.settings.barge_in and self.wake_word is None:
             return False
-        speech = self._speech
-        playing = self._parley_speaking()
+        playing = self.parley_speaking()
         # A reply the user stopped is no longer heard.
         if playing or (speech is not None and not speech.stopped
                        and speech.first_audio_at is not None):
-            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+            self.quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
             return True
-        return self.clock() < self._quiet_until
+        return self.clock() < self.quiet_until
 
-    def _parley_speaking(self) -> bool:
+    def parley_speaking(self) -> bool:
         # The wake chime is not Parley talking: the request follows straight after it.
         return self.output.speaking and self.clock() >= self._chime_ends
 
-    def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
-        speech = self._speech
+    def barges_in(self, speech: SpokenReply | None) -> bool:
+        """The user's speech began: True if it stops `speech`, the reply being heard."""
         if not self.settings.barge_in or self.wake_word is not None:
-            return
-        if speech is None or speech.first_audio_at is None or speech.stopped:
-            return
-        started = self.clock()
-        self.interrupt()
-        record = self._current
-        if record is not None:
-            detect_ms = max(0, detected_at_sample - event.sample) * 1000 / SAMPLE_RATE
-            record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
-            record.timings["barge_in_stop_ms"] = round((self.clock() - started) * 1000, 1)
+            return False
+        return speech is not None and speech.first_audio_at is not None and not speech.stopped
 
-    def _reply_ended(self, record: TurnRecord, speech: SpokenReply,
-                     speculation: Speculation | None) -> None:
-        """Ignore the room's echo of a reply that played to its end (a reply the user
+    @staticmethod
+    def time_barge_in(record: TurnRecord, event: SpeechStarted, detected_at_sample: int,
+                      started: float, stopped: float) -> None:
+        """How long detecting the user's voice took, and stopping the reply after it."""
+        detect_ms = max(0, detected_at_sample - event.sample) * 1000 / SAMPLE_RATE
+        record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
+        record.timings["barge_in_stop_ms"] = round((stopped - started) * 1000, 1)
+
+    def reply_ended(self, record: TurnRecord, speech: SpokenReply, played: bool) -> None:
+        """Ignore the room's echo of a reply that `played` to its end (a reply the user
         stopped was cut off at once), and open the follow-up window."""
-        played = speculation is None or speculation.committed
         if played and not speech.stopped:
-            self._quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
+            self.quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
         if self.wake_word is not None and record.source in ("audio", "text"):
             self._awake_until = self.clock() + self.settings.follow_up_s
 
-    def _through_wake_word(self, pcm: np.ndarray) -> np.ndarray | None:
+    def through_wake_word(self, pcm: np.ndarray) -> tuple[np.ndarray | None, float | None]:
         """What of `pcm` to listen to: all of it while awake, what follows the wake word
-        when it is heard in it, None while asleep."""
+        when it is heard in it (with when it was, in seconds of audio), None while asleep."""
         detector = self.wake_word
         assert detector is not None
         start = detector.samples_seen
-        heard = detector.feed(pcm, speaking=self._parley_speaking())
-        if self._recent_audio is None:
-            self._recent_audio = deque()
+        heard = detector.feed(pcm, speaking=self.parley_speaking())
         recent = self._recent_audio
         recent.append(pcm)
         while sum(map(len, recent)) - len(recent[0]) >= LOOKBACK_SAMPLES:
             recent.popleft()
         if heard is not None:
-            self._woke(detector, (start + heard) / SAMPLE_RATE)
+            at_s = (start + heard) / SAMPLE_RATE
+            log.debug("heard the wake word %s at %.2f s", detector.name, at_s)
             # From a little before the detection: the model takes its time to be sure, and
             # over noise or Parley's voice the first word of the request had begun.
             before = np.concatenate(list(recent))
             cut = len(before) - len(pcm) + heard - LOOKBACK_SAMPLES
-            return before[max(0, cut):]
-        if self._awake():
-            return pcm
-        return None
+            return before[max(0, cut):], at_s
+        if self.segmenter.in_speech or self.clock() < self._awake_until:
+            return pcm, None
+        return None, None
 
-    def _awake(self) -> bool:
-        return self.segmenter.in_speech or self.clock() < self._awake_until
-
-    def _woke(self, detector: WakeWordDetector, at_s: float) -> None:
-        """The wake word was heard: stop what Parley is saying, chime, listen afresh."""
-        log.debug("heard the wake word %s at %.2f s", detector.name, at_s)
-        if self.replying:
-            self.interrupt()  # a reply being spoken, or a timer ringing
+    def woke(self) -> None:
+        """The wake word was heard (and what Parley was saying stopped): listen afresh."""
         # Stopped at once: no echo tail to wait out (it would swallow the request's start).
-        self._quiet_until = float("-inf")
+        self.quiet_until = float("-inf")
         self._awake_until = self.clock() + max(HEARD_WORD_S, self.settings.follow_up_s)
-        with self._audio_lock:
-            self.segmenter.reset()  # what came before the word is not the request
-            self._replace_speculative(None)
-        record = self._record("wake")
-        self._emit(record, Wake(detector.name, round(at_s, 2)))
-        record.finished.set()
-        rate = self.tts.sample_rate
+
+    def chime(self) -> None:
+        """The short sound that says Parley heard its name."""
+        rate = self.sample_rate
         chime = wake_chime(rate)
         # Until it has played through the device's buffer (Speaker.latency), about.
         self._chime_ends = self.clock() + len(chime) / rate + 0.25
@@ -142,7 +148,7 @@ class Listens:
         # chime's echo is a short beep before the request, which Whisper ignores.
         self.output.play(chime, rate, cancel_echo=False)
 
-    def _without_wake_word(self, text: str) -> str:
+    def without_wake_word(self, text: str) -> str:
         """The transcript without the wake word, if its end slipped in ahead of the
         request ("Nabu, what time is it?" → "What time is it?"; "Okay Nabu." → "")."""
         if self.wake_word is None:

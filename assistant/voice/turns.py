@@ -34,9 +34,6 @@ class VoiceSettings:
     whole first sentence."""
     prefill: bool = True
     """Between turns, process the next prompt's beginning so a reply starts sooner."""
-    idle_summaries: bool = True
-    """Write the summary between turns, once a reply has been spoken, so that no reply
-    waits for one; the next turn cancels it (tried again at the next silence)."""
     ring_times: int = 3
     """A finished timer is announced this many times, until the user speaks or types."""
     ring_gap_s: float = 2.0

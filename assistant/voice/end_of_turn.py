@@ -1,0 +1,127 @@
+"""From pauses and utterances to turns: transcripts started early, replies answered ahead.
+
+At each pause in the user's speech the loop transcribes what was said so far and, with
+`speculative_reply`, queues a `Speculation`: the reply worker answers it on a scratch copy
+of the conversation, held back until the end-of-speech wait decides
+(`assistant.voice.speculation`). The utterance that ends the wait at that pause commits it;
+speech that resumes drops it, and the utterance is then transcribed and answered the
+ordinary way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from assistant.voice.speculation import Speculation
+from assistant.voice.turn_log import TurnLog
+from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
+from assistant.voice.turns import TurnRecord, VoiceSettings
+from audio.playback import AudioOutput
+from audio.segmenter import SpeechPaused, Utterance
+from models.speech import SpeechToText, Transcript
+
+
+@dataclass(frozen=True)
+class PendingPause:
+    """The last pause in the user's speech, while the end-of-speech wait goes on."""
+
+    sample: int
+    """Where the speech stopped: the utterance that ends there is this pause's."""
+    transcript: Future
+    """What was said up to the pause: `(Transcript, clock time it was ready)`."""
+    speculation: Speculation | None
+    """The reply started on it (with `speculative_reply`)."""
+
+
+class EndOfTurn:
+    """Turns the segmenter's pauses and utterances into queued turns, on one STT worker."""
+
+    def __init__(self, settings: VoiceSettings, stt: SpeechToText, log: TurnLog,
+                 turns: TurnQueue, output: AudioOutput, lock: threading.RLock,
+                 clean: Callable[[str], str]) -> None:
+        self.settings = settings
+        self.stt = stt
+        self.log = log
+        self.turns = turns
+        self.output = output
+        self.lock = lock
+        """The reply worker's lock: a commit makes its reply the current one, and keeps the
+        records in the order turns were heard."""
+        self.clean = clean
+        """The transcript without the wake word, if it slipped in."""
+        self.closing = False
+        self._pending: PendingPause | None = None
+        self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
+
+    def paused(self, event: SpeechPaused) -> None:
+        """Transcribe what was said up to this pause, and start answering it, while the
+        end-of-speech wait decides whether the user has finished."""
+        future = self._stt.submit(self._transcribe, event.pcm)
+        speculation = None
+        if self.settings.speculative_reply and not self.closing:
+            speculation = Speculation(event.sample, future,
+                                      TurnRecord("audio", self.log.clock()), self.output)
+        self._replace_pending(PendingPause(event.sample, future, speculation))
+        if speculation is not None:
+            self.turns.put(SpeculativeTurn(speculation))
+
+    def forget_pause(self) -> None:
+        """Speech resumed, or what follows is not the user's turn: the last pause's
+        transcript is useless and its reply is dropped."""
+        self._replace_pending(None)
+
+    def utterance(self, utterance: Utterance) -> None:
+        """The end-of-speech wait ended: the turn is the pause's reply, if the utterance
+        ends where that pause began, or a new transcript and reply."""
+        pending, self._pending = self._pending, None
+        speculation = pending.speculation if pending is not None else None
+        if pending is not None and pending.sample == utterance.speech_end_sample:
+            future = pending.transcript  # no speech since the pause: its transcript stands
+            if speculation is not None and not utterance.cut:
+                if self._commit(speculation, utterance):
+                    return  # the reply under way is this turn's
+                speculation = None
+        else:
+            future = self._stt.submit(self._transcribe, utterance.speech_pcm)
+        if speculation is not None:
+            speculation.drop()
+        record = self.log.new("audio")
+        self.log.time_utterance(record, utterance)
+        self.turns.put(HeardTurn(record, future, utterance.cut))
+
+    def close(self) -> None:
+        """No more turns: a reply answered ahead is dropped, none starts."""
+        self.closing = True
+        self.forget_pause()
+
+    def shutdown(self) -> None:
+        self._stt.shutdown(wait=True, cancel_futures=True)
+
+    def _replace_pending(self, new: PendingPause | None) -> None:
+        """The last pause's transcript is cancelled if it has not started (so the one that
+        counts does not queue behind it), and its reply is dropped."""
+        old, self._pending = self._pending, new
+        if old is not None:
+            old.transcript.cancel()
+            if old.speculation is not None:
+                old.speculation.drop()
+
+    def _commit(self, speculation: Speculation, utterance: Utterance) -> bool:
+        """The wait ended with no more speech: the speculative reply becomes the turn's."""
+        record = speculation.record
+        with self.lock:  # the records' order is the order turns were heard
+            if not speculation.commit(self.log.clock(), self.log.show_in(record)):
+                return False
+            self.log.time_utterance(record, utterance)
+            self.log.keep(record)
+        return True
+
+    def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
+        transcript = self.stt.transcribe(pcm)
+        transcript = replace(transcript, text=self.clean(transcript.text))
+        return transcript, self.log.clock()

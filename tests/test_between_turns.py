@@ -1,0 +1,70 @@
+"""The one worker for the time between turns (chat, voice and serve use it): the summary
+ahead if the conversation was built for it, then the next prompt; a request stops it."""
+
+from __future__ import annotations
+
+from assistant.between_turns import PREPARE_WAIT, SUMMARY_WAIT, BetweenTurns
+from assistant.conversation import Conversation, ReplySettings
+from assistant.events import Summarized, SummaryCancelled, SummaryStarted
+from assistant.tools import builtin_tools
+from tests.fakes import HUNG_S, FakeClock
+from tests.test_chat_memory import chat, filler
+from tests.test_idle_summaries import HeldSummaries, idle_conversation, wait_for
+
+
+def test_the_summary_is_written_then_the_next_prompt_prepared():
+    conversation, model = idle_conversation()
+    chat(conversation, model, filler(0), filler(1), filler(2))
+    work = BetweenTurns(conversation)
+    events: list = []
+    work.run(events.append)
+    assert [type(e) for e in events] == [SummaryStarted, Summarized]
+    assert conversation.summary.covered_through >= 2
+    assert len(model.prefills) == 1 and work.prepared_tokens > 0
+    assert "Earlier in this conversation" in model.prefills[0][0].content  # after the summary
+    assert work.waited() is None and work.idle.is_set()
+
+
+def test_a_conversation_built_to_summarize_in_its_replies_only_gets_its_prompt_prepared():
+    model = HeldSummaries()
+    conversation = Conversation(model, builtin_tools(), ReplySettings(answer_tokens=256))
+    chat(conversation, model, filler(0), filler(1), filler(2))
+    events: list = []
+    BetweenTurns(conversation).run(events.append)
+    assert events == [] and len(model.prefills) == 1
+    BetweenTurns(conversation, prepare=False).run(events.append)  # as serve's
+    assert events == [] and len(model.prefills) == 1
+
+
+def test_a_request_stops_the_summary_and_knows_how_long_it_waited():
+    conversation, model = idle_conversation(hold=1)
+    chat(conversation, model, filler(0), filler(1), filler(2))
+    clock = FakeClock()
+    work = BetweenTurns(conversation, clock=clock.monotonic)
+    events: list = []
+    work.start(events.append)
+    wait_for(model.held.is_set, "the summary began")
+    work.stop()  # the user typed: the reply goes first
+    clock.sleep(0.25)
+    assert work.wait(HUNG_S)
+    assert [type(e) for e in events] == [SummaryStarted, SummaryCancelled]
+    assert model.prefills == []  # stopped: no prompt prepared either
+    waited = work.waited()
+    assert waited is not None and (waited.timing, waited.ms) == (SUMMARY_WAIT, 250.0)
+    assert work.waited() is None  # told once
+
+
+def test_stopped_before_it_begins_nothing_is_done_and_no_wait_is_timed_for_an_interrupt():
+    conversation, model = idle_conversation()
+    chat(conversation, model, filler(0), filler(1), filler(2))
+    work = BetweenTurns(conversation)
+    work.begin()  # queued on the model's thread (serve)
+    work.stop()
+    events: list = []
+    work.run(events.append)
+    assert events == [] and model.prefills == []
+    assert work.waited().timing == PREPARE_WAIT  # nothing was being summarized
+    work.begin()
+    work.stop(timed=False)  # the user only stopped Parley
+    work.run(events.append)
+    assert events == [] and work.waited() is None
