@@ -308,8 +308,13 @@ class Conversation(SummarizesConversation):
 
         It is the prompt the next reply builds, without the message not yet said (room is
         kept for it): llama.cpp then reuses it, and the reply only processes the user's
-        new message. Returns the tokens processed.
+        new message. Returns the tokens processed: 0 for a model that cannot read a prompt
+        ahead (`ModelCapabilities.prefill`), which is then not asked to.
         """
+        if not self.model.capabilities.prefill:
+            log.debug("the model %s cannot read a prompt ahead: nothing prepared",
+                      self.model.name)
+            return 0
         tools = self._tools_over(self.history.messages)
         specs = tools.specs() if self.settings.max_tool_calls else []
         started = self.clock()
