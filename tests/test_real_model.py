@@ -154,6 +154,7 @@ def test_the_embedded_model_file_named_by_llm_model_gets_its_prompt_settings():
     from models.embedded import default_llm
 
     args = resolve(build_parser().parse_args(
-        ["chat", "--llm-model", str(default_llm()), "--ctx", "1024"]), environ={})
+        ["chat", "--llm-model", str(default_llm()), "--ctx", "1024", "--answer-tokens", "256"]),
+        environ={})
     settings = reply_settings(args, model=load_model(args))
     assert (settings.recent_exchanges, settings.tell_date) == (0, False)
