@@ -24,7 +24,7 @@ from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter, split_sentences
 from assistant.summarizer import SummarizesConversation
-from assistant.tools import ToolRegistry
+from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
 from memory.fitting import PromptTooLarge
 from memory.history import History, Message
 from memory.search import HistorySearch, SearchIndexCache
@@ -283,9 +283,8 @@ class Conversation(SummarizesConversation):
         said = local.said
         try:
             if local.tool is not None:
-                self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
-                result = self.history.messages[-1]
-                said = local.speak(result.content, result.content.startswith("Error: "))
+                output = self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
+                said = local.speak(output)
         except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation
             log.exception("the local answer to message #%d failed", user.seq)
             self.history.remove_from(user.seq)
@@ -310,8 +309,13 @@ class Conversation(SummarizesConversation):
 
         It is the prompt the next reply builds, without the message not yet said (room is
         kept for it): llama.cpp then reuses it, and the reply only processes the user's
-        new message. Returns the tokens processed.
+        new message. Returns the tokens processed: 0 for a model that cannot read a prompt
+        ahead (`ModelCapabilities.prefill`), which is then not asked to.
         """
+        if not self.model.capabilities.prefill:
+            log.debug("the model %s cannot read a prompt ahead: nothing prepared",
+                      self.model.name)
+            return 0
         tools = self._tools_over(self.history.messages)
         specs = tools.specs() if self.settings.max_tool_calls else []
         started = self.clock()
@@ -353,17 +357,20 @@ class Conversation(SummarizesConversation):
         self.history.replace_content(last.seq, f"{last.content}\n{note}")
 
     def _run_tool(self, tools: ToolRegistry, call: ToolCallChunk,
-                  emit: Callable[[Event], None]) -> None:
+                  emit: Callable[[Event], None]) -> ToolOutput:
+        """Run `call`; its text goes to the history (what the model reads), its output
+        (with the value a local answer is made from) is returned."""
         started = self.clock()
+        name = call.name
         if call.error:
-            content, is_error, name = f"Error: {call.error}. Try again.", True, call.name
+            output = failed(Failure.UNREADABLE_CALL, f"{call.error}. Try again.")
         else:
-            name = call.name
             emit(ToolCall(name, call.arguments, tools.label(name, call.arguments)))
-            content, is_error = tools.call(name, call.arguments)
-        emit(ToolResult(name or "tool", content, is_error))
+            output = tools.call(name, call.arguments)
+        emit(ToolResult(name or "tool", output.text, output.is_error))
         log.debug("tool %s ran in %.1f ms%s", name or "?", (self.clock() - started) * 1000,
-                  " (error)" if is_error else "")
+                  " (error)" if output.is_error else "")
         query = " ".join(str(v) for v in call.arguments.values())[:200]
-        self.history.add("tool", content, tool=name or "tool", query=query,
+        self.history.add("tool", output.text, tool=name or "tool", query=query,
                          arguments=call.arguments)
+        return output

@@ -1,9 +1,12 @@
-"""The conversation_history tool: the model looks back through this conversation."""
+"""The conversation_history tool: the model looks back through this conversation.
+
+Its value is the passages it shows (`memory.search.Passage`), in order.
+"""
 
 from __future__ import annotations
 
-from assistant.tools import Tool
-from memory.search import HistorySearch
+from assistant.tools import Tool, ToolOutput, ToolRefused
+from memory.search import Found, HistorySearch
 from models.base import ToolSpec
 
 NAME = "conversation_history"
@@ -40,16 +43,20 @@ def label(arguments: dict) -> str:
 def history_tool(search: HistorySearch) -> Tool:
     """The tool over exactly the messages `search` was built from (one reply's)."""
 
-    def run(arguments: dict) -> str:
+    def look(arguments: dict) -> Found:
         if isinstance(arguments.get("message"), int):
-            return search.read(arguments["message"], int(arguments.get("offset") or 0))
+            return search.page(arguments["message"], int(arguments.get("offset") or 0))
         query = str(arguments.get("query") or "").strip()
         if not query:
-            return ('Error: give {"query": "words to look for"} or {"message": N}.')
+            raise ToolRefused('give {"query": "words to look for"} or {"message": N}.')
         speaker = arguments.get("speaker")
         if speaker in ("user", "assistant"):
             said = [m for m in search.messages.values() if m.role == speaker]
-            return HistorySearch(said, search.cache).search(query)
-        return search.search(query)
+            return HistorySearch(said, search.cache).find(query)
+        return search.find(query)
+
+    def run(arguments: dict) -> ToolOutput:
+        found = look(arguments)
+        return ToolOutput(found.text, found.passages)
 
     return Tool(SPEC, run, label, read_only=True)

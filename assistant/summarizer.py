@@ -152,8 +152,8 @@ def summarize(
 
     A failure keeps `summary`, with a new attempt after six more messages (the core drops
     the oldest messages meanwhile). None when cancelled: nothing of it is kept.
-    `keep_prompt`: the model writes it aside (`ChatModel.aside`), so the prompt it had
-    read for the next reply is still there, even if the summary is cut short.
+    `keep_prompt`: the model writes it aside (`ChatModel.aside`, where it can), so the
+    prompt it had read for the next reply is still there, even if the summary is cut short.
     """
     if current_seq < summary.retry_at:
         return summary
@@ -167,7 +167,8 @@ def summarize(
         return summary
     emit(SummaryStarted())
     started = clock()
-    with model.aside() if keep_prompt else nullcontext():
+    keep = keep_prompt and model.capabilities.keeps_prompt_aside
+    with model.aside() if keep else nullcontext():
         outcome = write_summary(model, plan, summary, cancel, seconds, clock)
     log.debug("summary of messages up to #%d: %.0f ms, %s", plan.last_seq,
               (clock() - started) * 1000,

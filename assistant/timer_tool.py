@@ -1,13 +1,13 @@
 """The `timer` tool: local intents and the model set, check and cancel the same timers.
 
 Its results are sentences meant to be said as they are: a local answer speaks them, and a
-model reads them.
+model reads them; their value is the timers the action concerned.
 """
 
 from __future__ import annotations
 
 from assistant.timers import Timer, TimerError, Timers, duration_words
-from assistant.tools import Tool, ToolRefused
+from assistant.tools import Tool, ToolOutput, ToolRefused
 from models.base import ToolSpec
 
 NAME = "timer"
@@ -60,49 +60,54 @@ def timer_tool(timers: Timers) -> Tool:
                              "Say which one, by its name or its length.")
         return found[0]
 
-    def run(arguments: dict) -> str:
+    def act(arguments: dict) -> tuple[str, list[Timer]]:
+        """What is said, and the timers the action concerned."""
         action = arguments["action"]
         if action not in ACTIONS:
             raise TimerError(f"Unknown timer action {action!r}; use one of {', '.join(ACTIONS)}.")
         seconds = arguments.get("seconds")
         if action == "start":
             timer = timers.start(seconds or 0, str(arguments.get("name") or ""))
-            return f"Your {timer.description} is set."
+            return f"Your {timer.description} is set.", [timer]
         if action == "cancel_all":
             running = timers.running()
             for timer in running:
                 timers.cancel(timer)
             if not running:
-                return "There is no timer running."
+                return "There is no timer running.", []
             return (f"Cancelled {len(running)} timers." if len(running) > 1 else
-                    f"Cancelled your {running[0].description}.")
+                    f"Cancelled your {running[0].description}."), running
         if action == "status":
             found = timers.find(str(arguments.get("name") or ""), arguments.get("set_for"))
             if not found:
-                return "There is no timer running." if not timers.running() else \
-                    f"There is no such timer. You have {_listing(timers.running())}."
+                return ("There is no timer running." if not timers.running() else
+                        f"There is no such timer. You have {_listing(timers.running())}."), []
             if len(found) == 1:
-                return f"Your {found[0].description} has {_left(found[0], timers)}."
+                return f"Your {found[0].description} has {_left(found[0], timers)}.", found
             parts = [f"the {t.description} has {_left(t, timers)}" for t in found]
-            return f"You have {len(found)} timers: " + "; ".join(parts) + "."
+            return f"You have {len(found)} timers: " + "; ".join(parts) + ".", found
         timer = pick(arguments)
         if action == "cancel":
             timers.cancel(timer)
-            return f"Cancelled your {timer.description}."
+            return f"Cancelled your {timer.description}.", [timer]
         if action == "pause":
             timers.pause(timer)
             left = duration_words(round(timer.left(timers.clock())))
-            return f"Paused your {timer.description} with {left} left."
+            return f"Paused your {timer.description} with {left} left.", [timer]
         if action == "resume":
             timers.resume(timer)
-            return f"Resumed your {timer.description}: {_left(timer, timers)}."
+            return f"Resumed your {timer.description}: {_left(timer, timers)}.", [timer]
         if not seconds:
             raise TimerError("Say how much time to add or remove, for example one minute.")
         timers.change(timer, seconds if action == "add" else -seconds)
         verb = "Added" if action == "add" else "Removed"
         side = "to" if action == "add" else "from"
         return (f"{verb} {duration_words(seconds)} {side} your {timer.description}: "
-                f"{_left(timer, timers)}.")
+                f"{_left(timer, timers)}."), [timer]
+
+    def run(arguments: dict) -> ToolOutput:
+        text, concerned = act(arguments)
+        return ToolOutput(text, tuple(concerned))
 
     def label(arguments: dict) -> str:
         action = arguments.get("action", "")
@@ -120,7 +125,7 @@ def timer_tool(timers: Timers) -> Tool:
 def timers_unavailable(reason: str) -> Tool:
     """The `timer` tool where no timer could ring (a server's client hears nothing
     later): every request is refused with `reason`, rather than a timer set in silence."""
-    def run(arguments: dict) -> str:
+    def run(arguments: dict) -> ToolOutput:
         raise ToolRefused(reason)
 
     return Tool(SPEC, run, lambda arguments: "Timers")

@@ -8,8 +8,10 @@ import logging
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
+from typing import Any
 
 from models.base import ToolSpec
 
@@ -24,12 +26,64 @@ class ToolRefused(ValueError):
     for the user, the result as it is, marked as an error."""
 
 
+class Failure(Enum):
+    """Why a tool call gave no result."""
+
+    UNKNOWN_TOOL = "unknown-tool"
+    BAD_ARGUMENTS = "bad-arguments"
+    """The arguments break the tool's schema."""
+    UNREADABLE_CALL = "unreadable-call"
+    """The model's call could not be read."""
+    REFUSED = "refused"
+    """The tool said no (`ToolRefused`): its message is a sentence for the user."""
+    RAISED = "raised"
+    """The tool raised an exception (`cause`)."""
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A failed call: what kind of failure, and the sentence the model reads after "Error: "."""
+
+    kind: Failure
+    message: str
+    cause: Exception | None = field(default=None, compare=False)
+    """The exception the tool raised, for code that tells failures apart by type (a
+    division by zero)."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool call gives: the text the model reads (and the history keeps), and the
+    value code uses. Code reacts to `value` and `error`, never to the text."""
+
+    text: str
+    value: Any = None
+    """The structured result: the clock's datetime, the calculator's number, the timers a
+    timer action concerned, the passages a history search shows."""
+    error: ToolError | None = None
+    """Set when the call failed; `text` then says so to the model ("Error: …")."""
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+def failed(kind: Failure, message: str, cause: Exception | None = None) -> ToolOutput:
+    """A failed call's output: the model reads "Error: " and `message`."""
+    return ToolOutput(f"Error: {message}", error=ToolError(kind, message, cause))
+
+
+ToolRun = Callable[[dict], "ToolOutput | str"]
+"""How a tool runs: its arguments in, its output out (text alone is an output whose value is
+that text); it may raise (see `ToolRegistry.call`)."""
+
+
 @dataclass(frozen=True)
 class Tool:
     """A tool: what the model sees (`spec`), how to run it and how to label the step."""
 
     spec: ToolSpec
-    run: Callable[[dict], str]
+    run: ToolRun
     label: Callable[[dict], str]
     read_only: bool = False
     """It changes nothing (a clock, a calculator): safe to run for a reply that may be
@@ -51,8 +105,7 @@ class ToolRegistry:
         copy.register(tool)
         return copy
 
-    def guarded(self, guard: Callable[[Callable[[dict], str]], Callable[[dict], str]]
-                ) -> ToolRegistry:
+    def guarded(self, guard: Callable[[ToolRun], ToolRun]) -> ToolRegistry:
         """A copy whose tools that change something run through `guard` (a speculative
         reply's: only once the turn is confirmed); the model sees the same tools."""
         return ToolRegistry([
@@ -72,26 +125,33 @@ class ToolRegistry:
             log.debug("the label of tool %s failed", name, exc_info=True)
             return f"Using {name}"
 
-    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
-        """Run a tool; returns (result, is_error). Never raises: errors go to the model."""
+    def call(self, name: str, arguments: dict) -> ToolOutput:
+        """Run a tool. Never raises: a failure is an output whose text tells the model.
+
+        A tool may return its text alone (a `str`): its value is then that text.
+        """
         tool = self._tools.get(name)
         if tool is None:
             known = ", ".join(self._tools) or "none"
-            return f"Error: there is no tool named {name!r}. Tools: {known}.", True
+            return failed(Failure.UNKNOWN_TOOL,
+                          f"there is no tool named {name!r}. Tools: {known}.")
         problem = check_arguments(tool.spec.parameters, arguments)
         if problem:
-            return f"Error: {problem}", True
+            return failed(Failure.BAD_ARGUMENTS, problem)
         try:
-            result = tool.run(arguments)
+            output = tool.run(arguments)
         except ToolRefused as exc:
-            return f"Error: {exc}", True
+            return failed(Failure.REFUSED, str(exc), exc)
         except Exception as exc:  # any tool's failure is a result the model reads
             log.debug("tool %s failed", name, exc_info=True)
-            return f"Error: {name} failed: {exc}", True
-        if len(result) > MAX_RESULT_CHARS:
+            return failed(Failure.RAISED, f"{name} failed: {exc}", exc)
+        if isinstance(output, str):
+            output = ToolOutput(output, output)
+        if len(output.text) > MAX_RESULT_CHARS:
             # The note counts too: what the model reads is never over the cap.
-            result = result[:MAX_RESULT_CHARS - len(RESULT_CUT_NOTE)] + RESULT_CUT_NOTE
-        return result, False
+            cut = output.text[:MAX_RESULT_CHARS - len(RESULT_CUT_NOTE)] + RESULT_CUT_NOTE
+            output = dataclasses.replace(output, text=cut)
+        return output
 
 
 _JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
@@ -116,10 +176,15 @@ def check_arguments(schema: dict, arguments: dict) -> str | None:
     return None
 
 
-def _clock(_: dict) -> str:
-    now = datetime.now().astimezone()
+def clock_text(now: datetime) -> str:
+    """What the model reads of the clock's reading."""
     return (f"{now:%A, %d %B %Y}, {now:%H:%M:%S}, time zone {now.tzname()} "
             f"(UTC{now:%z})")
+
+
+def _clock(_: dict) -> ToolOutput:
+    now = datetime.now().astimezone()
+    return ToolOutput(clock_text(now), now)
 
 
 _OPERATORS: dict[type, Callable] = {
@@ -164,11 +229,11 @@ def evaluate(expression: str) -> float | int:
     return walk(tree)
 
 
-def _calculate(arguments: dict) -> str:
+def _calculate(arguments: dict) -> ToolOutput:
     value = evaluate(arguments["expression"])
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
-    return f"{arguments['expression']} = {value}"
+    return ToolOutput(f"{arguments['expression']} = {value}", value)
 
 
 CLOCK = Tool(

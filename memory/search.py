@@ -37,8 +37,8 @@ from memory.scan import (
     window_bounds,
 )
 
-__all__ = ["STOPWORDS", "WINDOW_CHARS", "WINDOW_STEP", "HistorySearch", "SearchIndexCache",
-           "read_message", "search_history"]
+__all__ = ["STOPWORDS", "WINDOW_CHARS", "WINDOW_STEP", "Found", "HistorySearch", "Passage",
+           "SearchIndexCache", "read_message", "search_history"]
 
 OUTPUT_CHARS = 4000
 PAGE_CHARS = 4000
@@ -84,6 +84,26 @@ class Place:
     start: int
     end: int
     score: float
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A part of an earlier message, as a search or a read shows it."""
+
+    message: Message
+    start: int
+    end: int
+    text: str
+    """What is shown of `message` from `start` to `end` (a search's snippet, trimmed)."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's or a read's answer: the text the model reads and the passages it shows,
+    in order (none when nothing matches or there is no such message)."""
+
+    text: str
+    passages: tuple[Passage, ...] = ()
 
 
 class HistorySearch:
@@ -189,20 +209,24 @@ class HistorySearch:
         return place, place.score / total
 
     def search(self, query: str) -> str:
+        return self.find(query).text
+
+    def find(self, query: str) -> Found:
+        """The search for `query`: at most OUTPUT_CHARS, places labelled #N."""
         found = self.places(query)
         # A pasted query is quoted shortened: the answer keeps within OUTPUT_CHARS.
         quoted = query if len(query) <= QUOTED_QUERY_CHARS else \
             query[:QUOTED_QUERY_CHARS].rstrip() + "…"
         if not found:
-            return (f"Nothing earlier in this conversation matches “{quoted}”. "
-                    "Try other words, or read a message by its number.")
+            return Found(f"Nothing earlier in this conversation matches “{quoted}”. "
+                         "Try other words, or read a message by its number.")
         header = f"Earlier in this conversation, for “{quoted}”:"
         footer = 'Read a whole message with {"message": N}.'
         count = sum(len(places) for places in found)
         room = OUTPUT_CHARS - len(header) - len(footer) - 2
         per_place = max(room // count - 60, 80)
         terms = self.terms(query)
-        parts = [header]
+        parts, passages = [header], []
         for places in found:
             message = self.messages[places[0].seq]
             for place in places:
@@ -211,26 +235,32 @@ class HistorySearch:
                 where = "" if len(message.content) <= WINDOW_CHARS else (
                     f", characters {start:,}–{end:,} of {len(message.content):,}")
                 parts.append(f"#{message.seq} ({describe(message)}{where}): {snippet}")
+                passages.append(Passage(message, start, end, snippet))
         parts.append(footer)
-        return "\n".join(parts)[:OUTPUT_CHARS]
+        return Found("\n".join(parts)[:OUTPUT_CHARS], tuple(passages))
 
     def read(self, seq: int, offset: int = 0) -> str:
+        return self.page(seq, offset).text
+
+    def page(self, seq: int, offset: int = 0) -> Found:
+        """Message `seq` from `offset`, as much as fits in OUTPUT_CHARS with where it is."""
         message = self.messages.get(seq)
         if message is None:
             known = sorted(self.messages)
             have = f"#{known[0]}–#{known[-1]}" if known else "none"
-            return f"There is no earlier message #{seq}. Earlier messages: {have}."
+            return Found(f"There is no earlier message #{seq}. Earlier messages: {have}.")
         total = len(message.content)
         if offset < 0 or (offset >= total and total):
-            return (f"Message #{seq} has {total:,} characters; "
-                    f"offset {offset:,} is outside it. Start at 0.")
+            return Found(f"Message #{seq} has {total:,} characters; "
+                         f"offset {offset:,} is outside it. Start at 0.")
         # The page gives up the room of its header and footer: the whole answer keeps
         # within OUTPUT_CHARS, so a tool result is never cut before the next offset.
         size = PAGE_CHARS
         while True:
             text = _page(message, offset, size)
             if len(text) <= OUTPUT_CHARS or size == 1:
-                return text
+                end = min(total, offset + size)
+                return Found(text, (Passage(message, offset, end, message.content[offset:end]),))
             size = max(1, size - (len(text) - OUTPUT_CHARS))
 
 

@@ -73,11 +73,35 @@ class UsageChunk:
 Chunk = TextChunk | ToolCallChunk | UsageChunk
 
 
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What a chat model can do besides streaming, and what it is known to do badly:
+    declared by each engine, read by the code that uses it (as simonw/llm's
+    `supports_tools`), never guessed from how it was chosen."""
+
+    native_tools: bool = False
+    """Tools reach the model its own way (a chat template that renders them, a server's
+    `tools` field); otherwise they are described in the system prompt and its calls are
+    read from its text."""
+    prefill: bool = False
+    """`prefill()` processes a prompt's beginning ahead of time."""
+    keeps_prompt_aside: bool = False
+    """`aside()` keeps the processed prompt across the work done inside it."""
+    repeats_answers_it_sees: bool = False
+    """It copies an earlier answer it sees into a new one (the embedded 135M model): it is
+    shown no earlier exchange word for word unless asked."""
+    confused_by_the_date: bool = False
+    """It answers worse when the system prompt tells it today's date (the embedded 135M
+    model: "The CAPT." instead of "Paris"): not told."""
+
+
 class ChatModel(ABC):
     """A chat model that counts tokens with its own tokenizer and template, and streams."""
 
     name: str = "model"
     context_size: int = 8192
+    capabilities: ModelCapabilities = ModelCapabilities()
+    """Nothing but streaming, unless an engine says more."""
 
     @abstractmethod
     def count_tokens(self, message: PromptMessage) -> int:
@@ -99,12 +123,14 @@ class ChatModel(ABC):
 
     def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
         """Process a prompt's beginning ahead of time, so the next reply that starts with it
-        only pays for what is new; returns the tokens processed (0 when not supported)."""
+        only pays for what is new; returns the tokens processed. Called only when
+        `capabilities.prefill`; without it, nothing is done."""
         return 0
 
     @contextmanager
     def aside(self) -> Iterator[None]:
         """Work done inside (a summary written between turns) leaves the processed prompt
-        as it found it, where the engine can: the next reply still reuses what was
-        prepared for it, even when that work was cut short."""
+        as it found it: the next reply still reuses what was prepared for it, even when
+        that work was cut short. Used only when `capabilities.keeps_prompt_aside`; without
+        it, nothing is kept."""
         yield

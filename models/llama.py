@@ -16,11 +16,13 @@ from models.base import (
     CancelToken,
     ChatModel,
     Chunk,
+    ModelCapabilities,
     PromptMessage,
     TextChunk,
     ToolSpec,
     UsageChunk,
 )
+from models.embedded import is_embedded_llm
 from models.errors import EngineError, PromptTooLong
 from models.interrupts import interrupts_kept
 from models.openai_format import openai_messages, tool_schemas
@@ -138,8 +140,8 @@ class LlamaChatModel(ChatModel):
 
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         self._template = env.from_string(template)
-        # Templates that read `tools` render tool descriptions and calls themselves.
-        self.native_tools = "tools" in template
+        self.capabilities = llama_capabilities(reads_tools(env, template),
+                                               is_embedded_llm(path, self._llm.metadata))
         self._bos = self._token_text(self._llm.token_bos())
         self._eos = self._token_text(self._llm.token_eos())
         self._counts: dict[tuple, int] = {}
@@ -152,7 +154,7 @@ class LlamaChatModel(ChatModel):
         return self._llm.detokenize([token]).decode("utf-8", "replace")
 
     def _as_template_messages(self, messages: Sequence[PromptMessage]) -> list[dict]:
-        if self.native_tools:
+        if self.capabilities.native_tools:
             return openai_messages(messages, arguments_as_text=False, call_content="",
                                    result_names=True)
         out: list[dict] = []
@@ -171,7 +173,7 @@ class LlamaChatModel(ChatModel):
     ) -> str:
         items = self._as_template_messages(messages)
         extra: dict = {}
-        if tools and self.native_tools:
+        if tools and self.capabilities.native_tools:
             extra["tools"] = tool_schemas(tools)
         elif tools and items and items[0]["role"] == "system":
             items[0] = {"role": "system",
@@ -317,6 +319,21 @@ class LlamaChatModel(ChatModel):
             same += 1
         # llama.cpp always evaluates the last prompt token again.
         return min(same, len(tokens) - 1)
+
+
+def reads_tools(env, template: str) -> bool:
+    """Whether a chat template reads the `tools` variable: it then renders tool descriptions
+    and calls itself (a word "tools" in its text, a comment say, is not enough)."""
+    from jinja2 import meta
+
+    return "tools" in meta.find_undeclared_variables(env.parse(template))
+
+
+def llama_capabilities(native_tools: bool, embedded: bool) -> ModelCapabilities:
+    """A GGUF's capabilities: llama.cpp reads prompts ahead and keeps them aside for any
+    model; the embedded SmolLM2-135M's known habits are its own."""
+    return ModelCapabilities(native_tools=native_tools, prefill=True, keeps_prompt_aside=True,
+                             repeats_answers_it_sees=embedded, confused_by_the_date=embedded)
 
 
 _LOG_CALLBACK = None

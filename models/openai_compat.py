@@ -11,6 +11,7 @@ from models.base import (
     CancelToken,
     ChatModel,
     Chunk,
+    ModelCapabilities,
     PromptMessage,
     ToolCallChunk,
     ToolSpec,
@@ -31,6 +32,10 @@ class RemoteModelError(EngineError):
 
 
 class OpenAIChatModel(ChatModel):
+    capabilities = ModelCapabilities(native_tools=True)
+    """Tools go in the request's `tools` field; the server keeps its own prompt cache, which
+    Parley can neither fill ahead nor keep aside."""
+
     def __init__(self, url: str, model_name: str = "default", api_key: str | None = None,
                  context_size: int = 8192, timeout: float = 120.0) -> None:
         self.url = url.rstrip("/")

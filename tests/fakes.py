@@ -8,6 +8,7 @@ from models.base import (
     CancelToken,
     ChatModel,
     Chunk,
+    ModelCapabilities,
     PromptMessage,
     ToolSpec,
     UsageChunk,
@@ -23,6 +24,8 @@ class ScriptedChatModel(ChatModel):
     """
 
     name = "scripted"
+    capabilities = ModelCapabilities(prefill=True)
+    """It records what it is given to prepare (`prefills`); a test gives it more."""
 
     def __init__(self, context_size: int = 8192, chunk_size: int = 5) -> None:
         self.context_size = context_size

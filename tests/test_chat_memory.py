@@ -20,7 +20,7 @@ from assistant.events import (
     ToolCall,
     ToolResult,
 )
-from assistant.tools import builtin_tools
+from assistant.tools import ToolRegistry, builtin_tools
 from memory import Message, read_message, search_history
 from memory.history import group_exchanges
 from memory.search import OUTPUT_CHARS, PAGE_CHARS
@@ -169,11 +169,12 @@ def test_history_tool_reads_and_searches_through_its_arguments():
     from memory.search import HistorySearch
 
     tool = history_tool.history_tool(HistorySearch(paste_conversation()))
-    assert "8101" in tool.run({"query": "billing"})
-    assert tool.run({"message": 3}).split("\n")[1] == "We decided to deploy on Fridays."
+    assert "8101" in tool.run({"query": "billing"}).text
+    assert tool.run({"message": 3}).text.split("\n")[1] == "We decided to deploy on Fridays."
     assert tool.label({"query": "billing port"}) == \
         "Searching earlier in this conversation for “billing port”"
-    assert tool.run({}).startswith("Error:")
+    refused = ToolRegistry([tool]).call(history_tool.NAME, {})
+    assert refused.is_error and refused.text.startswith("Error:")
 
 
 # -- planning and the summarizer request -----------------------------------------------

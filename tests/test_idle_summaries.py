@@ -30,7 +30,7 @@ from audio.files import write_wav
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from memory.summary import SUMMARIZER_SYSTEM, RunningSummary
-from models.base import CancelToken, Chunk, PromptMessage, ToolSpec
+from models.base import CancelToken, Chunk, ModelCapabilities, PromptMessage, ToolSpec
 from tests.fakes import HUNG_S, ScriptedSpeechToText, ToneTextToSpeech, speechlike
 from tests.test_chat_memory import SummarizingModel, chat, filler
 
@@ -42,6 +42,8 @@ SUMMARY_EVENTS = (SummaryStarted, Summarized, SummaryFailed, SummaryCancelled)
 class HeldSummaries(SummarizingModel):
     """Its first `hold` summary requests go on until Parley cancels them (the user came
     first); later ones are written at once, a bullet per exchange."""
+
+    capabilities = ModelCapabilities(prefill=True, keeps_prompt_aside=True)
 
     def __init__(self, hold: int = 0) -> None:
         super().__init__(2048)

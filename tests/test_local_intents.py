@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import re
 import sys
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import pytest
 
@@ -306,10 +306,10 @@ def test_days_are_said_as_people_say_them():
     from assistant.local.answers import spoken_day
 
     today = datetime(2026, 12, 5).date()
-    assert spoken_day("Sat 5 Dec", today) == "today"
-    assert spoken_day("Fri 4 Dec", today) == "yesterday"
-    assert spoken_day("Tue 1 Dec", today) == "on Tuesday, December 1"
-    assert spoken_day("Sun 2 Mar 2025", today) == "on Sunday, March 2, 2025"
+    assert spoken_day(date(2026, 12, 5), today) == "today"
+    assert spoken_day(date(2026, 12, 4), today) == "yesterday"
+    assert spoken_day(date(2026, 12, 1), today) == "on Tuesday, December 1"
+    assert spoken_day(date(2025, 3, 2), today) == "on Sunday, March 2, 2025"
 
 
 def test_reply_locally_answers_a_local_request_and_leaves_any_other_for_the_model(matcher):

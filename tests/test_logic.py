@@ -44,13 +44,13 @@ def test_calculator(expression, value):
 
 @pytest.mark.parametrize("expression", ["__import__('os')", "open('x')", "2**99999", "a+1"])
 def test_calculator_refuses_anything_but_arithmetic(expression):
-    result, is_error = builtin_tools().call("calculator", {"expression": expression})
-    assert is_error and result.startswith("Error")
+    output = builtin_tools().call("calculator", {"expression": expression})
+    assert output.is_error and output.text.startswith("Error")
 
 
 def test_tool_arguments_are_checked():
-    result, is_error = builtin_tools().call("calculator", {"expression": 5})
-    assert is_error and "must be of type string" in result
+    output = builtin_tools().call("calculator", {"expression": 5})
+    assert output.is_error and "must be of type string" in output.text
 
 
 def test_sentences_come_out_as_soon_as_they_end():

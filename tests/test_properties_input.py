@@ -340,7 +340,8 @@ def history_registry(said: list[tuple[str, str, str]]) -> ToolRegistry:
 def test_any_history_arguments_give_a_result_for_the_model_within_the_cap(said, arguments):
     tools = history_registry(said)
     assert isinstance(tools.label("conversation_history", arguments), str)
-    result, is_error = tools.call("conversation_history", arguments)
+    output = tools.call("conversation_history", arguments)
+    result, is_error = output.text, output.is_error
     assert isinstance(result, str) and result.strip()
     # Within the cap, so the registry never cuts off what the tool says to do next.
     assert len(result) <= MAX_RESULT_CHARS, len(result)
@@ -356,8 +357,9 @@ def test_reading_a_message_page_by_page_through_the_tool_gives_it_exactly(conten
     tools = history_registry([("user", content, "")])
     pages, offset = [], 0
     while True:
-        result, is_error = tools.call("conversation_history", {"message": 1, "offset": offset})
-        assert not is_error and len(result) <= MAX_RESULT_CHARS
+        output = tools.call("conversation_history", {"message": 1, "offset": offset})
+        result = output.text
+        assert not output.is_error and len(result) <= MAX_RESULT_CHARS
         header, rest = result.split("\n", 1)
         shown = re.search(r"characters ([\d,]+)–([\d,]+) of", header)
         assert shown is not None

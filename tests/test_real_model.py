@@ -1,6 +1,7 @@
 """The real embedded SmolLM2 model through the real `parley` command."""
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -122,10 +123,13 @@ def test_templates_that_know_tools_get_calls_and_results_they_can_print(small_mo
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     from models.base import PromptMessage, ToolSpec
+    from models.llama import reads_tools
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    assert reads_tools(env, TOOL_TEMPLATE)
     monkeypatch.setattr(small_model, "_template", env.from_string(TOOL_TEMPLATE))
-    monkeypatch.setattr(small_model, "native_tools", True)
+    monkeypatch.setattr(small_model, "capabilities",
+                        replace(small_model.capabilities, native_tools=True))
     text = small_model._render(
         [PromptMessage("user", "What time is it?"),
          PromptMessage("tool", "12:00", "clock", {"zone": "UTC"})],
@@ -133,3 +137,24 @@ def test_templates_that_know_tools_get_calls_and_results_they_can_print(small_mo
     assert '<call>{"name": "clock", "arguments": {"zone": "UTC"}}</call>\n' in text
     assert '<result of="clock">12:00</result>' in text
     assert '"name": "clock"' in text.split("</tools>")[0]
+
+
+def test_the_embedded_model_declares_what_it_can_do_and_its_habits(small_model):
+    from models.base import ModelCapabilities
+
+    assert small_model.capabilities == ModelCapabilities(
+        native_tools=False, prefill=True, keeps_prompt_aside=True,
+        repeats_answers_it_sees=True, confused_by_the_date=True)
+
+
+def test_the_embedded_model_file_named_by_llm_model_gets_its_prompt_settings():
+    from assistant.cli.engines import load_model, reply_settings
+    from assistant.cli.main import build_parser
+    from assistant.cli.settings import resolve
+    from models.embedded import default_llm
+
+    args = resolve(build_parser().parse_args(
+        ["chat", "--llm-model", str(default_llm()), "--ctx", "1024", "--answer-tokens", "256"]),
+        environ={})
+    settings = reply_settings(args, model=load_model(args))
+    assert (settings.recent_exchanges, settings.tell_date) == (0, False)

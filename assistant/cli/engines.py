@@ -15,7 +15,7 @@ from assistant.saved import SavedConversation
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
-from models.base import ChatModel
+from models.base import ChatModel, ModelCapabilities
 from models.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -54,28 +54,32 @@ def load_local_intents(args: argparse.Namespace):
     return LocalIntents()
 
 
-def recent_exchanges(args: argparse.Namespace) -> int | None:
+def recent_exchanges(args: argparse.Namespace, capabilities: ModelCapabilities) -> int | None:
     """How many earlier exchanges the model sees word for word (None: all that fit)."""
     chosen = args.model_exchanges
     if chosen == "auto":
-        # The embedded 135M model copies an earlier answer it sees into a new one.
-        return 0 if not (args.llm_url or args.llm_model) else None
+        # A model that copies an earlier answer it sees into a new one sees none.
+        return 0 if capabilities.repeats_answers_it_sees else None
     return None if chosen == "all" else chosen
 
 
 def reply_settings(args: argparse.Namespace, max_messages: int | None = None,
+                   model: ChatModel | None = None,
                    idle_summaries: bool = False) -> ReplySettings:
-    """The limits of a reply the settings ask for; a ConfigError says what is wrong.
-    `idle_summaries`: the summary is written between turns (there is idle time)."""
+    """The limits of a reply the settings ask for, suited to what `model` is known to do
+    badly (its capabilities; without it, none: the flags can be checked before it
+    loads); a ConfigError says what is wrong. `idle_summaries`: the summary is written
+    between turns (there is idle time)."""
     if args.ctx < 512:
         raise ConfigError(f"--ctx {args.ctx} is too small; use at least 512")
     if not 16 <= args.answer_tokens <= args.ctx // 2:
         raise ConfigError(f"--answer-tokens must be between 16 and half of --ctx ({args.ctx // 2})")
+    capabilities = model.capabilities if model is not None else ModelCapabilities()
     try:
         return ReplySettings(answer_tokens=args.answer_tokens,
                              max_tool_calls=args.max_tool_calls, max_messages=max_messages,
-                             recent_exchanges=recent_exchanges(args),
-                             tell_date=bool(args.llm_url or args.llm_model),
+                             recent_exchanges=recent_exchanges(args, capabilities),
+                             tell_date=not capabilities.confused_by_the_date,
                              idle_summaries=idle_summaries)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
@@ -88,12 +92,13 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
     intents; the templates compile while the model loads. With `--save`/`--resume` it is
     kept in that file, which is checked before the model loads."""
     saving = save_request(args)
-    settings = reply_settings(args, max_messages, idle_summaries)
+    reply_settings(args, max_messages)  # a mistake in the flags is said before the model loads
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
         local = pool.submit(load_local_intents, args)
         model = load_model(args)
+        settings = reply_settings(args, max_messages, model, idle_summaries)
         if saving is None:
             return Conversation(model, tools, settings, local=local.result())
         return SavedConversation(saving.open(), model, tools, settings, local=local.result())

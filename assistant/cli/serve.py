@@ -31,7 +31,7 @@ def conversation_factory(args: argparse.Namespace, model):
     """How the server makes a conversation: the shared model and intent templates, its own
     history, summary, search and local-intent state (a question it asked)."""
     # Summaries are written after a reply, while the model is free: no reply waits for one.
-    settings = reply_settings(args, max_messages=VOICE_HISTORY_MESSAGES, idle_summaries=True)
+    settings = reply_settings(args, VOICE_HISTORY_MESSAGES, model, idle_summaries=True)
     matcher = None
     if not args.no_local_intents:
         from assistant.local.matcher import IntentMatcher

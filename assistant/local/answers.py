@@ -2,20 +2,20 @@
 
 A local answer calls the same tools a model would (`clock`, `calculator`, `timer`,
 `conversation_history`) so the conversation keeps the same trace either way; what is
-said is made from the tool's result.
+said is made from the tool's output: its value, or its error, never its text read back.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from assistant.local.matcher import IntentMatch, IntentMatcher
-
-CLOCK_FORMAT = "%A, %d %B %Y, %H:%M:%S"
-"""The start of the clock tool's result."""
+from assistant.tools import ToolOutput
+from memory.search import Passage
 
 
 @dataclass(frozen=True)
@@ -24,31 +24,31 @@ class LocalAnswer:
     tool: str | None = None
     """The tool to call, or None when the answer needs none ("say that again")."""
     arguments: dict = field(default_factory=dict)
-    speak: Callable[[str, bool], str] = lambda result, is_error: result
-    """What is said, from the tool's result and whether it was an error."""
+    speak: Callable[[ToolOutput], str] = lambda output: output.text
+    """What is said, from the tool's output."""
     said: str = ""
     """The answer, when no tool is called."""
     stop: bool = False
     """"Never mind"/"stop": nothing is said, nothing is added to the conversation."""
 
 
-def _clock_reading(result: str) -> datetime:
-    return datetime.strptime(result.split(", time zone")[0], CLOCK_FORMAT)
-
-
-def _spoken_time(result: str, is_error: bool) -> str:
-    now = _clock_reading(result)
+def _spoken_time(output: ToolOutput) -> str:
+    now: datetime = output.value
     hour = now.hour % 12 or 12
     return f"It's {hour}:{now.minute:02d} {'AM' if now.hour < 12 else 'PM'}."
 
 
-def _spoken_date(result: str, is_error: bool) -> str:
-    day = _clock_reading(result)
+def _spoken_date(output: ToolOutput) -> str:
+    day: datetime = output.value
     return f"Today is {day:%A}, {day:%B} {day.day}, {day.year}."
 
 
-def _number(value: float) -> str:
-    if float(value).is_integer() and abs(value) < 1e15:
+def _number(value: float | int) -> str:
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond any float (10 ** 400): said as infinity
+        value = math.inf if value > 0 else -math.inf
+    if value.is_integer() and abs(value) < 1e15:
         return f"{int(value):,}"
     shown = f"{value:.6g}"
     return shown if float(shown) == value else f"about {shown}"
@@ -84,14 +84,13 @@ def _spoken_expression(expression: str) -> str:
     return " ".join(_SAID.get(token, token) for token in tokens)
 
 
-def _spoken_calculation(said: str) -> Callable[[str, bool], str]:
-    def speak(result: str, is_error: bool) -> str:
-        if is_error:
-            if "division by zero" in result or "modulo by zero" in result:
+def _spoken_calculation(said: str) -> Callable[[ToolOutput], str]:
+    def speak(output: ToolOutput) -> str:
+        if output.error is not None:
+            if isinstance(output.error.cause, ZeroDivisionError):
                 return f"{said} has no answer: nothing can be divided by zero."
             return f"I couldn't work out {said}."
-        value = float(result.rsplit("=", 1)[1])
-        return f"{said} is {_number(value)}."
+        return f"{said} is {_number(output.value)}."
     return speak
 
 
@@ -144,55 +143,58 @@ _TIMER_ACTIONS = {"HassCancelTimer": "cancel", "HassCancelAllTimers": "cancel_al
                   "HassDecreaseTimer": "remove"}
 
 
-def _spoken_result(result: str, is_error: bool) -> str:
-    return result.removeprefix("Error: ")
+def _spoken_result(output: ToolOutput) -> str:
+    return output.error.message if output.error is not None else output.text
 
 
-def _spoken_recall(topic: str) -> Callable[[str, bool], str]:
-    def speak(result: str, is_error: bool) -> str:
-        hits = re.findall(r"^#(\d+) \(([^),]+)[^)]*\): (.*)$", result, re.MULTILINE)
-        if is_error or not hits:
+def _quoted(passage: Passage, limit: int) -> str:
+    """A passage's first line, on one line, cut at a word within `limit` characters."""
+    snippet = " ".join(passage.text.split("\n", 1)[0].split())
+    if len(snippet) > limit:
+        snippet = snippet[:limit].rsplit(" ", 1)[0] + "…"
+    return snippet
+
+
+def _passages(output: ToolOutput) -> tuple[Passage, ...]:
+    return () if output.error is not None else output.value
+
+
+def _spoken_recall(topic: str) -> Callable[[ToolOutput], str]:
+    def speak(output: ToolOutput) -> str:
+        found = _passages(output)
+        if not found:
             return f"I can't find anything earlier in this conversation about {topic}."
         parts = []
-        for seq, who, snippet in hits[:2]:
+        for passage in found[:2]:
+            who = passage.message.role
             speaker = {"user": "you said", "assistant": "I said"}.get(who, f"the {who} was")
-            snippet = " ".join(snippet.split())
-            if len(snippet) > 240:
-                snippet = snippet[:240].rsplit(" ", 1)[0] + "…"
-            parts.append(f"In message {seq}, {speaker}: “{snippet}”")
+            parts.append(f"In message {passage.message.seq}, {speaker}: "
+                         f"“{_quoted(passage, 240)}”")
         return " ".join(parts)
     return speak
 
 
-_SAID_AT = re.compile(r"^#(\d+) \([^),]+, (\w{3} \d{1,2} \w{3}(?: \d{4})?) (\d\d:\d\d)\): (.*)$",
-                      re.MULTILINE)
-
-
-def spoken_day(day: str, today: date) -> str:
-    """"Sat 5 Dec" (or "Sat 5 Dec 2025") as said aloud: "today", "yesterday", "on
-    Saturday, December 5" (with the year when it is not this year's)."""
-    parts = day.split()
-    year = int(parts[3]) if len(parts) == 4 else today.year
-    said = datetime.strptime(f"{parts[1]} {parts[2]} {year}", "%d %b %Y").date()
+def spoken_day(said: date, today: date) -> str:
+    """A day as said aloud: "today", "yesterday", "on Saturday, December 5" (with the
+    year when it is not this year's)."""
     if said == today:
         return "today"
     if said == today - timedelta(days=1):
         return "yesterday"
-    return f"on {said:%A}, {said:%B} {said.day}" + (f", {year}" if year != today.year else "")
+    return f"on {said:%A}, {said:%B} {said.day}" + (
+        f", {said.year}" if said.year != today.year else "")
 
 
 def _spoken_when(topic: str, today: Callable[[], date] = date.today
-                 ) -> Callable[[str, bool], str]:
-    def speak(result: str, is_error: bool) -> str:
-        found = _SAID_AT.search(result)
-        if is_error or found is None:
+                 ) -> Callable[[ToolOutput], str]:
+    def speak(output: ToolOutput) -> str:
+        # The first passage of a message whose time is known.
+        found = next((p for p in _passages(output) if p.message.at is not None), None)
+        if found is None:
             return f"I can't find anything earlier in this conversation about {topic}."
-        seq, day, time, snippet = found.groups()
-        snippet = " ".join(snippet.split())
-        if len(snippet) > 160:
-            snippet = snippet[:160].rsplit(" ", 1)[0] + "…"
-        return (f"You mentioned it {spoken_day(day, today())} at {time}, in message {seq}: "
-                f"“{snippet}”")
+        at = found.message.at
+        return (f"You mentioned it {spoken_day(at.date(), today())} at {at:%H:%M}, in "
+                f"message {found.message.seq}: “{_quoted(found, 160)}”")
     return speak
 
 

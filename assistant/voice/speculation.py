@@ -17,7 +17,7 @@ from concurrent.futures import Future
 import numpy as np
 
 from assistant.events import Event
-from assistant.tools import ToolRefused
+from assistant.tools import ToolOutput, ToolRefused, ToolRun
 from assistant.voice.turns import TurnRecord
 from audio.playback import AudioOutput
 from models.base import CancelToken
@@ -166,10 +166,10 @@ class Speculation:
             self.drop()
         return self.committed
 
-    def guard(self, run: Callable[[dict], str]) -> Callable[[dict], str]:
+    def guard(self, run: ToolRun) -> ToolRun:
         """A tool that changes something (a timer) runs only once the turn is confirmed."""
 
-        def guarded(arguments: dict) -> str:
+        def guarded(arguments: dict) -> ToolOutput | str:
             if not self.wait():
                 raise ToolRefused("the user went on talking")
             return run(arguments)
