@@ -1,7 +1,7 @@
 """`python -m benchmarks.summaries`: does a reply still wait for the summary?
 
     python -m benchmarks.summaries [--turns 60] [--ctx 2048] [--typed]
-                                        [--only inline|idle]
+                                   [--only inline|idle]
 
 A long voice conversation through the real voice loop and the embedded engines: each user
 turn said by the Piper voice (made in memory, never written to disk) and heard by
