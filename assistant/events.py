@@ -249,4 +249,4 @@ EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
     ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard,
     Spoken, Interrupted, Wake, TimerFinished)
-"""Every event, in the order the README documents them."""
+"""Every event, in the order docs/events.md documents them."""

@@ -25,7 +25,7 @@ COOLDOWN_MS = 1500
 OVER_OWN_VOICE_CUTOFF = 0.7
 """The cutoff while Parley speaks and its voice is cancelled (`speaking_cutoff`). The
 canceller turns down what is said over Parley's voice, the wake word too: at 0 dB over a
-reply, okay_nabu's own 0.85 heard 11 of 19 clips, 0.5 heard 16 (assistant.bench.echo).
+reply, okay_nabu's own 0.85 heard 11 of 19 clips, 0.5 heard 16 (benchmarks.echo).
 What reaches the detector then is the canceller's output, where Parley's voice alone
 scores at most 0.03; only other voices in the room could pass 0.5, and only while Parley
 speaks (0.5 gives about 20 false wakes an hour of continuous speech: a reply stopped)."""

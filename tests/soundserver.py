@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audio import samples
+from tests.support import speech_samples as samples
 
 MIC_RATE = 16000
 """Sample rate of the pipe source `mic` (s16le mono)."""

@@ -13,7 +13,6 @@ import pytest
 import soxr
 
 from assistant.cli.engines import microphone_input, voice_settings
-from audio import samples
 from audio.echo import (
     FRAME,
     RING_SECONDS,
@@ -25,6 +24,7 @@ from audio.echo import (
 )
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import ECHO_CANCELLED_FLOOR_DBFS
+from tests.support import speech_samples as samples
 
 RATE = 16000
 

@@ -1,5 +1,6 @@
-"""The house in order: arrows point down, no import cycles, every subpackage in the wheel,
-events with stable wire names documented in the README."""
+"""The house in order: arrows point down, no import cycles, every subpackage in the wheel and
+nothing else (no benchmarks, no test helpers), events with stable wire names documented
+in docs/events.md."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from setuptools import find_packages
 
 from assistant.events import EVENT_TYPES, Error, Stage, ToolCall
 
@@ -48,10 +51,51 @@ def test_lower_layers_never_import_the_assistant():
             assert not [i for i in imports if i.startswith("assistant")], name
 
 
-def test_no_module_imports_a_benchmark_but_another_benchmark():
-    for name, imports in project_imports().items():
-        if not name.startswith("assistant.bench"):
-            assert not [i for i in imports if i.startswith("assistant.bench")], name
+def installed_packages() -> list[str]:
+    """The packages a wheel holds, found as setuptools finds them from pyproject's config."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    found = config["tool"]["setuptools"]["packages"]["find"]
+    return find_packages(where=str(ROOT), include=found["include"],
+                         exclude=found.get("exclude", ()))
+
+
+def test_the_installed_packages_are_the_four_layers_and_no_benchmark_or_test():
+    packages = installed_packages()
+    assert {p.split(".")[0] for p in packages} == set(PACKAGES), packages
+    assert not [p for p in packages if p.split(".")[0] in ("benchmarks", "tests")]
+
+
+def test_every_installed_module_serves_the_product():
+    # A module that `parley` never reaches, imports inside functions included, would be a
+    # benchmark or a test-only helper shipped to users: those live in benchmarks/ and
+    # tests/support/.
+    graph = project_imports()
+    installed = {module_name(p) for pkg in installed_packages()
+                 for p in (ROOT / pkg.replace(".", "/")).glob("*.py")}
+    reached: set[str] = set()
+    todo = ["assistant.__main__", "assistant.cli.main"]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # its packages' __init__
+        todo += graph.get(name, ())
+    assert installed - reached == set()
+
+
+def test_no_installed_module_imports_the_benchmarks_or_the_tests():
+    for pkg in installed_packages():
+        for path in (ROOT / pkg.replace(".", "/")).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names = [node.module]
+                else:
+                    continue
+                assert not [n for n in names if n.split(".")[0] in ("benchmarks", "tests")], path
 
 
 def test_no_import_cycles():
@@ -74,7 +118,7 @@ def test_no_import_cycles():
 
 
 def test_no_module_is_over_400_lines():
-    for pkg in PACKAGES:
+    for pkg in (*PACKAGES, "benchmarks"):
         for path in (ROOT / pkg).rglob("*.py"):
             assert len(path.read_text(encoding="utf-8").splitlines()) <= 400, path
 
@@ -88,7 +132,9 @@ def test_a_built_wheel_holds_every_subpackage(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
     assert expected <= names, sorted(expected - names)
-    assert not [n for n in names if n.startswith("tests/")]
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == set(PACKAGES), tops
+    assert not [n for n in names if n.endswith(".json")]
 
 
 def test_events_have_unique_kebab_case_wire_names_and_json_ready_dicts():
@@ -109,10 +155,11 @@ def test_an_error_stage_comes_from_the_fixed_set():
         Error("somewhere", "x")
 
 
-def test_the_readme_documents_every_event_and_its_fields():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Events"):]
-    section = section[:section.index("\n## ")]
+def test_the_events_reference_documents_every_event_and_its_fields():
+    reference = (ROOT / "docs" / "events.md").read_text(encoding="utf-8")
+    section = reference[reference.index("\n## Events\n"):]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
     for kind in EVENT_TYPES:
         row = next((line for line in section.splitlines()
                     if line.startswith(f"| `{kind.event_type}` |")), None)

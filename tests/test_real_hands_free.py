@@ -9,9 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from audio import espeak
 from audio.files import write_wav
 from tests.nodisk import changes_outside, run_parley
+from tests.support import espeak
 
 pytestmark = pytest.mark.real
 

@@ -6,9 +6,9 @@ import re
 import pytest
 from rich.console import Console
 
-from assistant.bench.memory import build_conversation
 from assistant.cli.render import ChatRenderer
 from assistant.events import RecallHint, ReplyDone, Summarized, SummaryStarted, TextDelta
+from benchmarks.memory import build_conversation
 
 pytestmark = pytest.mark.real
 

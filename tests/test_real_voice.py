@@ -5,9 +5,9 @@ import json
 import jiwer
 import pytest
 
-from audio import samples
 from audio.files import write_wav
 from tests.nodisk import changes_outside, run_parley, written_outside
+from tests.support import speech_samples as samples
 
 pytestmark = pytest.mark.real
 

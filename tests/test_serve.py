@@ -37,9 +37,9 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from audio import samples
 from tests.nodisk import changes_outside, guarded_env, guarded_parley, traced
 from tests.serving import LOOPBACK, Server, environment, parley, serving
+from tests.support import speech_samples as samples
 
 pytestmark = pytest.mark.real
 

@@ -1,7 +1,7 @@
 """The real speech engines: embedded Whisper on human speech and non-speech, embedded Piper.
 
 Nothing here is timed: the engines' speed is measured by
-`python -m assistant.bench.voice --only stt|tts`.
+`python -m benchmarks.voice --only stt|tts`.
 """
 
 from __future__ import annotations

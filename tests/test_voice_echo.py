@@ -16,8 +16,8 @@ import numpy as np
 import pexpect
 import pytest
 
-from audio import espeak
 from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
+from tests.support import espeak
 from tests.test_voice_live import (
     full_history,
     quit_cleanly,
@@ -161,7 +161,7 @@ def test_the_wake_word_is_heard_over_parleys_voice(room):
         echo_level = speaking_at_length(room, child,
                                         "Okay Nabu, tell me a long story about a dragon.")
         # Said as loud as the echo it is missed now and then (the canceller turns down
-        # what is said over Parley's voice: `assistant.bench.echo --only wake-word`), and
+        # what is said over Parley's voice: `benchmarks.echo --only wake-word`), and
         # the user says it again, as the README says to.
         for _ in range(3):
             room.feed(said("Okay Nabu.", level=echo_level))

@@ -12,10 +12,10 @@ import numpy as np
 import pexpect
 import pytest
 
-from audio import samples
 from audio.chime import NOTE_SECONDS, NOTES_HZ
 from tests.fakes import HISTORY_TIME
 from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
+from tests.support import speech_samples as samples
 
 pytestmark = pytest.mark.real
 

@@ -7,10 +7,10 @@ import numpy as np
 import pexpect
 import pytest
 
-from audio import espeak
 from tests.fakes import HISTORY_TIME
 from tests.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
 from tests.soundserver import SoundServer, running_sound_server
+from tests.support import espeak
 from tests.test_voice_live import speech, wait_for_history
 
 pytestmark = pytest.mark.real

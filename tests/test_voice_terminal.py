@@ -81,7 +81,7 @@ def ended_cleanly(child: pexpect.spawn) -> None:
 
 
 def test_bare_parley_at_a_terminal_with_a_microphone_starts_voice_and_ctrl_d_ends_it(server):
-    from audio import samples
+    from tests.support import speech_samples as samples
     from tests.test_voice_live import speech, wait_for_history
 
     if not samples.available():

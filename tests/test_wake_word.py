@@ -15,7 +15,6 @@ from assistant.timers import Timer
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
-from audio import espeak, samples
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import (
@@ -26,6 +25,8 @@ from audio.wakeword import (
     wake_words,
 )
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike
+from tests.support import espeak
+from tests.support import speech_samples as samples
 
 RATE = 16000
 REQUEST, FOLLOW_UP = 8000, 12000

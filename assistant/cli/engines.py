@@ -109,7 +109,7 @@ def load_voice_engines(args: argparse.Namespace, timers: Timers):
 
     Not side by side: loading is CPU work (llama.cpp repacks the weights, onnxruntime
     optimizes the graph), and on two cores three loads in threads took 0.89 s (up to
-    1.70 s) against 0.96 s in turn (`assistant.bench.soak --only start`).
+    1.70 s) against 0.96 s in turn (`benchmarks.soak --only start`).
     """
     # Voice has the time between turns: the summary is written in it, not in replies.
     conversation = load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES,

@@ -1,6 +1,6 @@
 """Start-up and a long voice session: does Parley start fast, and stay flat over 200 turns?
 
-    python -m assistant.bench.soak [--only start|soak] [--turns 200] [--runs 5]
+    python -m benchmarks.soak [--only start|soak] [--turns 200] [--runs 5]
 
 `start`: from launching `parley replay` on one typed turn (`--fast`) to its exit, against
 loading the three engines alone in a fresh process, one after the other and side by side,
@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from assistant.bench.voice import CONTEXT, load_engines, p90, peak_mb
-from audio import samples
+from benchmarks.voice import CONTEXT, load_engines, p90, peak_mb
+from tests.support import speech_samples as samples
 
 LOAD_ONLY = """
 import sys, time
@@ -102,12 +102,12 @@ def _heap_mb(libc) -> tuple[float, float]:
 
 
 def bench_soak(turns: int) -> None:
-    from assistant.bench.voice import ANSWER_TOKENS, replay_loop
     from assistant.cli.engines import VOICE_HISTORY_MESSAGES
     from assistant.conversation import Conversation, ReplySettings
     from assistant.local.answers import LocalIntents
     from assistant.tools import builtin_tools
     from assistant.voice.replay import ReplayTurn, replay
+    from benchmarks.voice import ANSWER_TOKENS, replay_loop
 
     engines = load_engines()
     conversation = Conversation(engines[0], builtin_tools(),
@@ -155,7 +155,7 @@ def bench_soak(turns: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.soak",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.soak",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["start", "soak"])
     parser.add_argument("--turns", type=int, default=200, help="spoken turns in the soak")

@@ -1,6 +1,6 @@
-"""`python -m assistant.bench.llm`: figures for the embedded model on this machine.
+"""`python -m benchmarks.llm`: figures for the embedded model on this machine.
 
-    python -m assistant.bench.llm [--only speed|prompt|turns]
+    python -m benchmarks.llm [--only speed|prompt|turns]
 
 Prints load time, time to first token, generation and prompt tokens/s for 1 and 2
 threads, on a quiet machine and beside one busy process, then their ratios (2 threads
@@ -15,9 +15,9 @@ import argparse
 import statistics
 import time
 
-from assistant.bench.busy import one_busy_core
 from assistant.conversation import Conversation, ReplySettings
 from assistant.tools import builtin_tools
+from benchmarks.busy import one_busy_core
 from models.base import PromptMessage, TextChunk, UsageChunk
 from models.embedded import default_llm
 from models.llama import LlamaChatModel

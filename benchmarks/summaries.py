@@ -1,7 +1,7 @@
-"""`python -m assistant.bench.summaries`: does a reply still wait for the summary?
+"""`python -m benchmarks.summaries`: does a reply still wait for the summary?
 
-    python -m assistant.bench.summaries [--turns 60] [--ctx 2048] [--typed]
-                                        [--only inline|idle]
+    python -m benchmarks.summaries [--turns 60] [--ctx 2048] [--typed]
+                                   [--only inline|idle]
 
 A long voice conversation through the real voice loop and the embedded engines: each user
 turn said by the Piper voice (made in memory, never written to disk) and heard by
@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from assistant.bench.voice import p90
+from benchmarks.voice import p90
 
 ANSWER_TOKENS = 64
 GAP_S = (3.0, 5.0)
@@ -129,7 +129,7 @@ def replay_session(label: str, engines, texts: list[str], idle: bool, typed: boo
     from assistant.voice.turns import VoiceSettings
     from audio.memory_out import MemorySpeaker
     from audio.segmenter import Segmenter
-    from audio.spoken import TAIL_S, spoken_clip
+    from tests.support.spoken import TAIL_S, spoken_clip
 
     llm, stt, tts = engines
     # As Parley's voice mode sets it up for the embedded model (it sees no earlier
@@ -209,7 +209,7 @@ def show(runs: list[Run], texts: list[str], ctx: int, typed: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.summaries",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.summaries",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=60)
     parser.add_argument("--ctx", type=int, default=2048,

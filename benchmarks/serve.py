@@ -1,6 +1,6 @@
-"""`python -m assistant.bench.serve`: `parley serve` with 20 Home Assistant clients at once.
+"""`python -m benchmarks.serve`: `parley serve` with 20 Home Assistant clients at once.
 
-    python -m assistant.bench.serve [--clients 20] [--requests-per-client 3] [--seconds 300]
+    python -m benchmarks.serve [--clients 20] [--requests-per-client 3] [--seconds 300]
         [--rounds 5] [--timeout 180] [--json FILE] [parley serve's flags, e.g. --ctx 4096]
 
 Starts a real `parley serve` on a free loopback port and sends what Home Assistant sends,
@@ -42,8 +42,8 @@ from wyoming.event import Event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
-from assistant.bench.voice import p90
-from audio import samples
+from benchmarks.voice import p90
+from tests.support import speech_samples as samples
 
 HOST = "127.0.0.1"
 READY = re.compile(r"Parley is serving Wyoming at tcp://([^:]+|\[[^\]]+\]):(\d+)")
@@ -364,7 +364,7 @@ def measure(args: argparse.Namespace, engine_flags: list[str]) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m assistant.bench.serve", allow_abbrev=False,
+        prog="python -m benchmarks.serve", allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         epilog="Any other flag (e.g. --ctx 4096, --llm-model PATH, --threads 2) is passed to "

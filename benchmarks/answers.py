@@ -1,6 +1,6 @@
-"""`python -m assistant.bench.answers`: right answers to everyday requests.
+"""`python -m benchmarks.answers`: right answers to everyday requests.
 
-    python -m assistant.bench.answers [--only requests|latency|matching|parrot]
+    python -m benchmarks.answers [--only requests|latency|matching|parrot]
 
 Prints, with the embedded engines:
 - everyday requests (time, date, arithmetic, timers) typed and spoken (said by the Piper
@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from assistant.bench.voice import p90, replay_loop
 from assistant.conversation import Conversation, ReplySettings
 from assistant.events import ReplyDone
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
+from benchmarks.voice import p90, replay_loop
 
 ANSWER_TOKENS = 64
 
@@ -120,7 +120,7 @@ def reply_text(talk: Conversation, text: str) -> str:
 def spoken_requests(engines, local: bool) -> tuple[list, Timers]:
     """Each request said by Piper and replayed through the voice loop at real-time pace."""
     from assistant.voice.replay import ReplayTurn, replay
-    from audio.spoken import spoken_clip
+    from tests.support.spoken import spoken_clip
 
     timers = Timers(background=False)
     loop = replay_loop(conversation(engines[0], local, timers), engines)
@@ -186,7 +186,7 @@ def bench_requests(engines) -> dict[str, list[float]]:
 def bench_latency(engines, latencies: dict[str, list[float]]) -> None:
     """Local answers (from the spoken requests) against model answers to open questions."""
     from assistant.voice.replay import ReplayTurn, replay
-    from audio.spoken import spoken_clip
+    from tests.support.spoken import spoken_clip
 
     timers = Timers(background=False)
     loop = replay_loop(conversation(engines[0], True, timers), engines)
@@ -316,11 +316,11 @@ def bench_parrot(model) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.answers",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.answers",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["requests", "latency", "matching", "parrot"])
     args = parser.parse_args(argv)
-    from assistant.bench.voice import load_engines
+    from benchmarks.voice import load_engines
 
     if args.only in (None, "matching"):
         bench_matching()

@@ -1,6 +1,6 @@
 """Echo cancellation benchmark: Parley's own voice coming back from the speakers.
 
-    python -m assistant.bench.echo
+    python -m benchmarks.echo
 
 Parley's replies (the Piper voice) are played into simulated rooms: a direct echo 60 ms
 later at -6 dB, the same at -12 dB, and a reverberant room (RT60 0.3 s, -6 dB), each with
@@ -32,7 +32,6 @@ import time
 import numpy as np
 import soxr
 
-from audio import espeak, samples
 from audio.echo import FRAME, EchoCanceller
 from audio.segmenter import (
     ECHO_CANCELLED_FLOOR_DBFS,
@@ -42,6 +41,8 @@ from audio.segmenter import (
     Utterance,
 )
 from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector, find_wake_word
+from tests.support import espeak
+from tests.support import speech_samples as samples
 
 RATE = 16000
 BLOCK = 480
@@ -232,7 +233,7 @@ def listen(far, voice, onset, response, label, seed, skip):
 
 
 def wake_word_over_voice(replies) -> None:
-    from assistant.bench.wake import SPEEDS, piper_clips
+    from benchmarks.wake import SPEEDS, piper_clips
 
     clips = [espeak.espeak("Okay Nabu.", voice, speed).astype(np.float64)
              for voice in espeak.VOICES for speed in SPEEDS]
@@ -262,7 +263,7 @@ def wake_word_over_voice(replies) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.echo",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.echo",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=("own-voice", "barge-in", "wake-word"))
     args = parser.parse_args(argv)

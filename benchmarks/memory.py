@@ -1,6 +1,6 @@
 """Long-conversation benchmark: history search speed, summary cost, and a recall evaluation.
 
-    python -m assistant.bench.memory [--only search|summary|recall] [--llm-model PATH.gguf]
+    python -m benchmarks.memory [--only search|summary|recall] [--llm-model PATH.gguf]
 
 Figures are printed, never asserted: this machine is noisy. Each speed figure is shown
 beside a straightforward implementation measured in the same run.
@@ -251,7 +251,7 @@ def bench_summary_and_recall(model_path: str | None, ctx: int, only: str | None)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.memory",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["search", "summary", "recall"])
     parser.add_argument("--llm-model", help="a GGUF to measure instead of the embedded model")

@@ -1,8 +1,8 @@
 """How often the history search finds the evidence: Parley's ranking against Okapi BM25.
 
-    python -m assistant.bench.retrieval [--show-misses]
+    python -m benchmarks.retrieval [--show-misses]
 
-Long multi-session conversations between a user and Parley (`assistant/bench/data/`),
+Long multi-session conversations between a user and Parley (`benchmarks/data/`),
 with facts planted across sessions days apart and questions asked in other words than
 the facts were said, about who said what and about when. Each question names the
 messages that hold its evidence. The figure is the share of that evidence among the

@@ -1,6 +1,6 @@
 """Wake word benchmark: how often the word is heard when said, and how often it is not.
 
-    python -m assistant.bench.wake [--hours 1] [--words okay_nabu,hey_jarvis,…]
+    python -m benchmarks.wake [--hours 1] [--words okay_nabu,hey_jarvis,…]
 
 Positives: each wake word said, then a request ("…, what time is it?"), by six espeak-ng
 voices at three speeds and by Parley's own Piper voice, clean and with noise mixed in at
@@ -24,8 +24,9 @@ from collections.abc import Iterator
 import numpy as np
 import soxr
 
-from audio import espeak, samples
 from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector, wake_words
+from tests.support import espeak
+from tests.support import speech_samples as samples
 
 RATE = 16000
 SPEEDS = (130, 160, 190)
@@ -160,7 +161,7 @@ def false_wakes(names: list[str], hours: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.wake",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.wake",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=float, default=1.0,
                         help="audio without the wake word to listen to (default 1)")

@@ -1,7 +1,7 @@
 """Voice benchmark on recordings of human speech (Debian's pocketsphinx-testdata).
 
-    python -m assistant.bench.voice [--only load|segmenter|stt|tts|latency] [--turns 6]
-                                    [--busy] [--measures 4,9]
+    python -m benchmarks.voice [--only load|segmenter|stt|tts|latency] [--turns 6]
+                              [--busy] [--measures 4,9]
 
 Prints word error rate and speech-to-text real-time factor, Piper's time to first audio
 and real-time factor, peak memory with the three embedded models loaded, and the latency
@@ -18,12 +18,15 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from assistant.bench.busy import one_busy_core
-from audio import samples
+from benchmarks.busy import one_busy_core
+from tests.support import speech_samples as samples
 
+ROOT = Path(__file__).resolve().parent.parent
+"""The checkout: each latency measure runs `python -m benchmarks.voice` from there."""
 CONTEXT = 8192
 """Parley's default context: the key/value cache is sized for it, so memory is as in use."""
 ANSWER_TOKENS = 48
@@ -294,8 +297,9 @@ def bench_latency(turns: int, busy: bool = False, measures: list[int] | None = N
     for number in measures:
         with one_busy_core() if busy else nullcontext():
             done = subprocess.run(
-                [sys.executable, "-m", "assistant.bench.voice", "--attempt", str(number),
-                 "--turns", str(turns)], capture_output=True, text=True, check=False)
+                [sys.executable, "-m", "benchmarks.voice", "--attempt", str(number),
+                 "--turns", str(turns)], capture_output=True, text=True, check=False,
+                cwd=ROOT)
         if done.returncode != 0:
             print(f"  {ATTEMPTS[number][0]:44s} failed: {done.stderr.strip()[-300:]}")
             continue
@@ -314,7 +318,7 @@ def bench_latency(turns: int, busy: bool = False, measures: list[int] | None = N
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m assistant.bench.voice",
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.voice",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["load", "segmenter", "stt", "tts", "latency"])
     parser.add_argument("--turns", type=int, default=6, help="spoken turns per latency run")
