@@ -25,7 +25,7 @@ from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter, split_sentences
 from assistant.summarizer import SummarizesConversation
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
-from memory.fitting import PromptTooLarge
+from memory.fitting import CurrentMessageTooLong
 from memory.history import History, Message
 from memory.search import HistorySearch, SearchIndexCache
 from memory.summary import SUMMARY_SECONDS, RunningSummary
@@ -40,7 +40,7 @@ class ReplySettings:
     """Limits of one reply."""
 
     answer_tokens: int = 1024
-    """Tokens kept free for the answer (the seed's ADR 0140)."""
+    """Tokens kept free for the answer: the history that fits is what is left after it."""
     max_tool_calls: int = 4
     """Research budget: tool calls per reply before a final answer without tools."""
     system_prompt: str = SYSTEM_PROMPT
@@ -57,7 +57,7 @@ class ReplySettings:
     recall_hints: bool = True
     """Show the best matching passage of a covered message beside the user's message."""
     max_messages: int | None = None
-    """Keep at most this many messages (voice keeps 400, the record's voice limit)."""
+    """Keep at most this many messages (voice keeps 400, so a long session stays bounded)."""
     recent_exchanges: int | None = None
     """Earlier exchanges shown to the model verbatim (None: all that fit). The embedded
     135M model repeats an earlier answer it sees; it gets 0."""
@@ -212,7 +212,7 @@ class Conversation(SummarizesConversation):
                 self._run_tool(tools, call, emit)
                 if cancel.cancelled:
                     break
-        except PromptTooLarge as exc:
+        except CurrentMessageTooLong as exc:
             self.history.remove_from(user.seq)
             emit(Error(Stage.PROMPT, (
                 f"That message is too long for the model's context: it needs about "
@@ -324,7 +324,7 @@ class Conversation(SummarizesConversation):
                                         self.history.next_seq, specs,
                                         reserve=NEXT_MESSAGE_TOKENS, recall=False)
             processed = self.model.prefill(prompt.messages, specs)
-        except (PromptTooLarge, EngineError):  # only an optimisation: the reply does it anyway
+        except (CurrentMessageTooLong, EngineError):  # only an optimisation: the reply does it
             log.debug("preparing the next prompt failed", exc_info=True)
             return 0
         except Exception:  # a bug, but one that must not stop a conversation

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from assistant import history_tool
-from memory.fitting import PromptTooLarge, fit_history
+from memory.fitting import CurrentMessageTooLong, fit_history
 from memory.history import Message, local_now
 from memory.ranking import is_question
 from memory.search import HistorySearch, SearchIndexCache, describe
@@ -107,7 +107,7 @@ class PromptBuilder:
         messages after it, then a recall hint beside the current message.
 
         With no message `current_seq` yet (the next one, not said), this is the beginning
-        its prompt will have, with `reserve` tokens kept for it. PromptTooLarge when the
+        its prompt will have, with `reserve` tokens kept for it. CurrentMessageTooLong when the
         current message alone does not fit.
         """
         system = self.system_message(tools, summary, messages)
@@ -123,7 +123,7 @@ class PromptBuilder:
             try:
                 fit = fit_history(uncovered, current_seq, self.count,
                                   room - self.model.count_tokens(PromptMessage("user", hint[1])))
-            except PromptTooLarge:
+            except CurrentMessageTooLong:
                 hint = None
         prompt = [system, *(to_prompt(m) for m in fit.kept)]
         if hint is None:

@@ -200,7 +200,7 @@ class Utterance:
         return self.pcm[: max(0, self.speech_end_sample - self.start_sample)]
 
 
-Event = SpeechStarted | SpeechPaused | SpeechResumed | Utterance
+SegmenterEvent = SpeechStarted | SpeechPaused | SpeechResumed | Utterance
 
 
 class Segmenter:
@@ -245,12 +245,12 @@ class Segmenter:
         """Samples fed since construction; `reset()` does not rewind this clock."""
         return self._seen
 
-    def feed(self, pcm: np.ndarray) -> list[Event]:
+    def feed(self, pcm: np.ndarray) -> list[SegmenterEvent]:
         pcm = require_mono_int16(pcm, "the segmenter")
         self._seen += len(pcm)
         data = np.concatenate((self._pending, pcm))  # a copy: callers may reuse their buffer
         whole = len(data) - len(data) % self._n
-        events: list[Event] = []
+        events: list[SegmenterEvent] = []
         for i in range(0, whole, self._n):
             self._step(data[i : i + self._n], events)
         self._pending = data[whole:].copy()
@@ -284,7 +284,7 @@ class Segmenter:
 
     # -- state machine --------------------------------------------------------------------
 
-    def _step(self, frame: np.ndarray, events: list[Event]) -> None:
+    def _step(self, frame: np.ndarray, events: list[SegmenterEvent]) -> None:
         start, end = self._clock, self._clock + self._n
         self._clock = end
         speech = bool(self._is_speech(frame.tobytes()))
@@ -321,7 +321,7 @@ class Segmenter:
         if (end - self._start) // self._n >= self._max:  # utterances start on a frame
             self._cut(end, events)
 
-    def _maybe_start(self, events: list[Event]) -> None:
+    def _maybe_start(self, events: list[SegmenterEvent]) -> None:
         window = list(self._recent)[-self._window :]
         voiced = [i for i, (_, _, speech) in enumerate(window) if speech]
         if len(voiced) < self._start_speech:
@@ -337,7 +337,7 @@ class Segmenter:
         self._recent.clear()
         events.append(SpeechStarted(window[voiced[0]][0], self.settings.sample_rate))
 
-    def _cut(self, end: int, events: list[Event]) -> None:
+    def _cut(self, end: int, events: list[SegmenterEvent]) -> None:
         """At the maximum length: return what we have, continue with what follows."""
         if self._enough_speech():
             events.append(self._utterance(end, cut=True))

@@ -10,7 +10,7 @@ The public look-back API, the same functions the conversation_history tool calls
   characters from `offset`, saying where the next page starts.
 """
 
-from memory.fitting import FitResult, PromptTooLarge, fit_history
+from memory.fitting import CurrentMessageTooLong, FitResult, fit_history
 from memory.history import Exchange, History, Message, group_exchanges
 from memory.redaction import redact
 from memory.search import HistorySearch, SearchIndexCache, read_message, search_history
@@ -22,7 +22,7 @@ __all__ = [
     "History",
     "HistorySearch",
     "Message",
-    "PromptTooLarge",
+    "CurrentMessageTooLong",
     "RunningSummary",
     "SearchIndexCache",
     "SummaryPlan",

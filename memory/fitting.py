@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from memory.history import Message, group_exchanges
 
 
-class PromptTooLarge(ValueError):
+class CurrentMessageTooLong(ValueError):
     """The current message alone does not fit in the room left for the prompt."""
 
     def __init__(self, needed: int, room: int) -> None:
@@ -77,6 +77,6 @@ def fit_history(
             drop(message)
     if over():
         needed = sum(sizes[m.seq] for m in current if m.seq not in dropped)
-        raise PromptTooLarge(needed, room)
+        raise CurrentMessageTooLong(needed, room)
     kept = tuple(m for m in messages if m.seq not in dropped)
     return FitResult(kept, tuple(sorted(dropped)), total)

@@ -9,5 +9,5 @@ class EngineError(RuntimeError):
     """An engine could not be loaded, could not be reached, or failed; the message says why."""
 
 
-class PromptTooLong(EngineError):
+class ContextExceeded(EngineError):
     """The prompt leaves no room in the model's context for an answer."""

@@ -23,7 +23,7 @@ from models.base import (
     UsageChunk,
 )
 from models.embedded import is_embedded_llm
-from models.errors import EngineError, PromptTooLong
+from models.errors import ContextExceeded, EngineError
 from models.interrupts import interrupts_kept
 from models.openai_format import openai_messages, tool_schemas
 from models.toolcalls import ToolCallScanner, describe_tools, render_call
@@ -215,7 +215,7 @@ class LlamaChatModel(ChatModel):
         tokens = self.prompt_tokens(messages, tools)
         room = self.context_size - len(tokens)
         if room <= 0:
-            raise PromptTooLong(f"the prompt has {len(tokens)} tokens; the context holds "
+            raise ContextExceeded(f"the prompt has {len(tokens)} tokens; the context holds "
                                 f"{self.context_size}")
         cached = self._cached_prefix(tokens)
         if cancel is not None and not self._read_prompt(tokens, cached, cancel):

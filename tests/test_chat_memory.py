@@ -1,4 +1,4 @@
-"""Long conversations: the running summary and the conversation_history tool (ADR 0141)."""
+"""Long conversations: the running summary and the conversation_history tool ."""
 
 from __future__ import annotations
 

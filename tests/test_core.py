@@ -66,7 +66,8 @@ def test_research_budget_then_final_answer_without_tools():
 
 
 def test_fitting_drops_old_research_then_old_exchanges_keeps_current():
-    # When the summary cannot be written, fitting drops what does not fit (ADR 0140).
+    # When the summary cannot be written, fitting drops what does not fit: old
+    # research first, then whole exchanges, oldest first.
     conversation, model = make(context_size=1200, answer_tokens=200)
     model.enqueue('<tool_call>{"name": "calculator", "arguments": {"expression": "1+1"}}'
                   '</tool_call>', "A" * 1200, "B" * 1200, "C" * 1200,

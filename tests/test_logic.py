@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from assistant.sentences import SentenceSplitter
 from assistant.tools import builtin_tools, evaluate
-from memory import History, PromptTooLarge, fit_history
+from memory import CurrentMessageTooLong, History, fit_history
 from models.base import TextChunk, ToolCallChunk
 from models.toolcalls import ToolCallScanner
 
@@ -71,7 +71,7 @@ def test_fitting_keeps_current_message_order_and_room(items, room):
     sizes = {m.seq: len(m.content) for m in history.messages}
     try:
         fit = fit_history(history.messages, current.seq, lambda m: sizes[m.seq], room)
-    except PromptTooLarge:
+    except CurrentMessageTooLong:
         assert sizes[current.seq] > room
         return
     assert fit.kept[-1].seq == current.seq

@@ -78,9 +78,9 @@ def small_model():
 
 def test_a_prompt_beyond_the_context_is_an_engine_error(small_model):
     from models.base import PromptMessage
-    from models.errors import EngineError, PromptTooLong
+    from models.errors import ContextExceeded, EngineError
 
-    with pytest.raises(PromptTooLong, match="the context holds 512") as caught:
+    with pytest.raises(ContextExceeded, match="the context holds 512") as caught:
         list(small_model.stream([PromptMessage("user", "word " * 600)], [], 16))
     assert isinstance(caught.value, EngineError)
 

@@ -21,7 +21,8 @@ from models.errors import EngineError
 log = logging.getLogger(__name__)
 
 VOICE_HISTORY_MESSAGES = 400
-"""A voice conversation keeps at most this many messages (the record's voice limit)."""
+"""A voice conversation keeps at most this many messages, with the results of its tools
+(4,000 characters each): a session that lasts all day stays bounded in memory."""
 
 
 def load_model(args: argparse.Namespace) -> ChatModel:

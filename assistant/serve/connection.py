@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from wyoming.asr import Transcribe, Transcript
+from wyoming.asr import Transcribe
+from wyoming.asr import Transcript as WyomingTranscript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
-from wyoming.event import Event
+from wyoming.event import Event as WyomingEvent
 from wyoming.handle import Handled, NotHandled
 from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
@@ -96,7 +97,7 @@ class Connection:
         """Text arriving with synthesize-chunk, split into sentences as it comes."""
         self.stream_started = False
 
-    async def send(self, event: Event) -> None:
+    async def send(self, event: WyomingEvent) -> None:
         await write_event(self.writer, event)
 
     async def run(self) -> None:
@@ -121,7 +122,7 @@ class Connection:
         finally:
             self.writer.close()
 
-    async def handle(self, event: Event) -> None:
+    async def handle(self, event: WyomingEvent) -> None:
         kind, data = event.type, event.data
         if Describe.is_type(kind):
             await self.send(self.service.info)
@@ -153,7 +154,7 @@ class Connection:
             await self.stream_chunk(text_field(data, "text", "synthesize-chunk"))
         elif SynthesizeStop.is_type(kind):
             await self.stream_stop()
-        elif Transcript.is_type(kind):
+        elif WyomingTranscript.is_type(kind):
             await self.handle_transcript(data)
         else:
             raise ClientError("unknown-event", f"Parley does not serve {kind!r} events: it "
@@ -163,7 +164,7 @@ class Connection:
 
     # -- speech-to-text -----------------------------------------------------------------
 
-    def add_audio(self, event: Event) -> None:
+    def add_audio(self, event: WyomingEvent) -> None:
         recording = self.recording
         if recording is None and self.dropped:
             return
@@ -194,7 +195,7 @@ class Connection:
         heard = await self.service.engines.transcribe(pcm)
         log.debug("speech-to-text: %.1f s of audio in %.0f ms", len(pcm) / recording.converter.rate,
                   (time.monotonic() - started) * 1000)
-        await self.send(Transcript(text=heard.text, language="en").event())
+        await self.send(WyomingTranscript(text=heard.text, language="en").event())
 
     # -- text-to-speech -----------------------------------------------------------------
 

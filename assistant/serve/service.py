@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from wyoming.event import Event
+from wyoming.event import Event as WyomingEvent
 from wyoming.info import (
     AsrModel,
     AsrProgram,
@@ -32,7 +32,7 @@ class Service:
     engines: Engines
     conversations: Conversations
     voice_name: str
-    info: Event
+    info: WyomingEvent
     background: set[asyncio.Task] = field(default_factory=set)
     """Summaries being written ahead, each holding its conversation."""
 
@@ -54,7 +54,7 @@ class Service:
 
 
 def describe(stt_name: str, voice_name: str, voice_language: str, model_name: str,
-             version: str) -> Event:
+             version: str) -> WyomingEvent:
     """The `info` answer: speech-to-text, text-to-speech and conversation (handle)."""
     asr = AsrProgram(
         name=PROGRAM, attribution=ATTRIBUTION, installed=True, version=version,

@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass
 
 from wyoming.error import Error
-from wyoming.event import Event, async_write_event
+from wyoming.event import Event as WyomingEvent
+from wyoming.event import async_write_event
 
 MAX_LINE_BYTES = 64 * 1024
 """An event's JSON header line (the reader's buffer limit, too)."""
@@ -33,7 +34,7 @@ class ClientError(Exception):
     def __str__(self) -> str:
         return self.text
 
-    def event(self) -> Event:
+    def event(self) -> WyomingEvent:
         return Error(text=self.text, code=self.code).event()
 
 
@@ -48,7 +49,7 @@ def too_large(what: str, size: int, limit: int) -> ClientError:
                                     f"most {limit:,}. Closing the connection.", fatal=True)
 
 
-async def read_event(reader: asyncio.StreamReader) -> Event | None:
+async def read_event(reader: asyncio.StreamReader) -> WyomingEvent | None:
     """The next event, or None when the client has closed the connection.
 
     Raises ClientError for a line that is not an event or one over the limits.
@@ -89,7 +90,7 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
             payload = await reader.readexactly(payload_length)
         except asyncio.IncompleteReadError:
             return None
-    return Event(type=header["type"], data=data, payload=payload)
+    return WyomingEvent(type=header["type"], data=data, payload=payload)
 
 
 def _length(header: dict, key: str) -> int:
@@ -103,5 +104,5 @@ def _length(header: dict, key: str) -> int:
     return value
 
 
-async def write_event(writer: asyncio.StreamWriter, event: Event) -> None:
+async def write_event(writer: asyncio.StreamWriter, event: WyomingEvent) -> None:
     await async_write_event(event, writer)
