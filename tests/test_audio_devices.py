@@ -1,5 +1,5 @@
 """The device edge of `audio/`: real capture and playback through sounddevice/PortAudio,
-against a private PulseAudio daemon (tests/soundserver.py), plus the in-memory speaker.
+against a private PulseAudio daemon (tests/support/sound_server.py), plus the in-memory speaker.
 
 PortAudio scans devices once, at import or `rescan_devices()`, and libpulse reads
 PULSE_SERVER when a stream opens: the `server` fixture points this process's environment at
@@ -31,8 +31,8 @@ from audio.echo import FarEnd
 from audio.errors import AudioError
 from audio.memory_out import MemorySpeaker
 from audio.playback import Speaker
-from tests.fakes import HUNG_S, FakeClock, SteppedClock
-from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
+from tests.support.clocks import HUNG_S, ManualClock, SteppedClock
+from tests.support.sound_server import MIC_RATE, SoundServer, running_sound_server
 
 LOUD = 1000.0
 """Mean absolute amplitude of a 10 ms window that counts as sound (the tone is ~6,000)."""
@@ -400,7 +400,7 @@ def test_memory_speaker_instant() -> None:
 
 
 def test_memory_speaker_realtime_stop_keeps_only_what_played() -> None:
-    clock = FakeClock()
+    clock = ManualClock()
     speaker = MemorySpeaker(realtime=True, clock=clock)
     speaker.play(tone(1.0), MIC_RATE)
     speaker.play(tone(0.5), MIC_RATE)
@@ -421,7 +421,7 @@ def test_memory_speaker_realtime_stop_keeps_only_what_played() -> None:
 
 def test_memory_speaker_for_replay_lets_go_of_audio_already_played() -> None:
     # A long replay must not keep every reply's audio; the counts stay right.
-    clock = FakeClock()
+    clock = ManualClock()
     speaker = MemorySpeaker(realtime=True, clock=clock, keep_chunks=False)
     speaker.play(tone(1.0), MIC_RATE)
     clock.now += 2
@@ -438,7 +438,7 @@ def test_memory_speaker_for_replay_lets_go_of_audio_already_played() -> None:
 
 
 def test_memory_speaker_wait_advances_with_the_clock() -> None:
-    clock = FakeClock()
+    clock = ManualClock()
     speaker = MemorySpeaker(realtime=True, clock=clock)
     speaker.play(tone(0.5), MIC_RATE)
     speaker.play(tone(0.25), MIC_RATE)

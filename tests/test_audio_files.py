@@ -9,6 +9,7 @@ import soundfile
 from audio.errors import AudioError
 from audio.files import AudioFileError, frames_of, read_audio, write_wav
 from audio.pcm import require_mono_int16, to_int16
+from tests.support.clocks import ManualClock
 
 
 def sine(freq: float, seconds: float, rate: int, amplitude: float = 0.5) -> np.ndarray:
@@ -99,24 +100,15 @@ def test_frames_of_yields_all_audio_in_chunks():
     assert np.array_equal(np.concatenate(chunks), pcm)
 
 
-class FakeClock:
-    """A clock that only moves when slept on (or when the test moves it)."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds > 0
-        self.now += seconds
-
-
 def test_realtime_frames_are_paced_without_drift():
-    clock = FakeClock()
+    clock = ManualClock(start=100.0)
+
+    def sleep(seconds: float) -> None:
+        assert seconds > 0
+        clock.sleep(seconds)
+
     times = []
-    source = frames_of(np.zeros(1600, dtype=np.int16), 16000, 30, True, clock, clock.sleep)
+    source = frames_of(np.zeros(1600, dtype=np.int16), 16000, 30, True, clock, sleep)
     for i, _ in enumerate(source):
         times.append(clock.now - 100.0)
         if i == 0:

@@ -19,6 +19,7 @@ from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
+from tests.support.clocks import ManualClock
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +27,12 @@ def matcher() -> IntentMatcher:
     return IntentMatcher()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def talk(matcher):
     """A conversation with local intents, the timer tool over timers on a clock the test
     moves, and a model that must not be asked unless a test expects it."""
     model = ScriptedChatModel()
-    clock = Clock()
+    clock = ManualClock()
     timers = Timers(clock, background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
@@ -216,7 +209,7 @@ def test_a_model_can_set_a_timer_through_the_same_tool(matcher):
     model = ScriptedChatModel()
     model.enqueue('<tool_call>{"name": "timer", "arguments": {"action": "start", '
                   '"seconds": 90, "name": "eggs"}}</tool_call>', "Done.")
-    timers = Timers(Clock(), background=False)
+    timers = Timers(ManualClock(), background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     conversation = Conversation(model, tools)  # no local intents: the model decides
@@ -229,7 +222,7 @@ def test_a_malformed_timer_call_is_an_error_result_not_a_crash(matcher):
     model = ScriptedChatModel()
     model.enqueue('<tool_call>{"name": "timer", "arguments": {"action": "explode"}}</tool_call>',
                   "Sorry.")
-    timers = Timers(Clock(), background=False)
+    timers = Timers(ManualClock(), background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     conversation = Conversation(model, tools)

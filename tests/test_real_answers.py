@@ -8,7 +8,7 @@ import pytest
 
 from audio.files import write_wav
 from audio.spoken import spoken_clip
-from tests.test_real_model import run_parley
+from tests.support.nodisk import run_parley
 
 pytestmark = pytest.mark.real
 

@@ -11,7 +11,7 @@ import pytest
 
 from audio import espeak
 from audio.files import write_wav
-from tests.nodisk import changes_outside, run_parley
+from tests.support.nodisk import changes_outside, run_parley
 
 pytestmark = pytest.mark.real
 

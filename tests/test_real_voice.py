@@ -7,7 +7,7 @@ import pytest
 
 from audio import samples
 from audio.files import write_wav
-from tests.nodisk import changes_outside, run_parley, written_outside
+from tests.support.nodisk import changes_outside, run_parley, written_outside
 
 pytestmark = pytest.mark.real
 

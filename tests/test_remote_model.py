@@ -1,5 +1,5 @@
 """The OpenAI-compatible backend against real HTTP servers on loopback: llama-cpp-python's
-own server, and the scripted one of `tests/test_remote_tools.py` for what SmolLM2 cannot
+own server, and the scripted one of `tests/support/remote_model.py` for what SmolLM2 cannot
 be made to do (fail in every way a server can, check a key, have no tokenizer)."""
 
 import json
@@ -24,8 +24,7 @@ from models.embedded import default_llm
 from models.errors import EngineError
 from models.openai_compat import OpenAIChatModel, RemoteModelError
 from models.openai_format import openai_messages
-from tests.fakes import untimed
-from tests.test_remote_tools import (
+from tests.support.remote_model import (
     WAIT_S,
     ScriptedServer,
     chunk,
@@ -37,6 +36,7 @@ from tests.test_remote_tools import (
     stream,
     text,
 )
+from tests.support.transcripts import untimed
 
 
 def free_port() -> int:

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from assistant.cli.main import main
 from audio.files import write_wav
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.clips import clip
 
 RATE = 16000
 HELLO, OVER = 4000, 12000
@@ -30,11 +30,6 @@ TURN_FIELDS = {"input", "heard", "reply", "events", "interrupted", "spoken_secon
 SPEECH_TIMINGS = {"end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms",
                   "first_audio_ms", "latency_ms"}
 BARGE_IN_TIMINGS = {"barge_in_detect_ms", "barge_in_stop_ms"}
-
-
-def clip(peak: int) -> np.ndarray:
-    silence = np.zeros(int(0.4 * RATE), dtype=np.int16)
-    return np.concatenate([silence, speechlike(1.0, peak), silence])
 
 
 @dataclass
@@ -61,8 +56,8 @@ def parley_replay(tmp_path, monkeypatch, capsys) -> Replay:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no config file
     folder = tmp_path / "session"
     folder.mkdir()
-    write_wav(folder / "hello.wav", clip(HELLO), RATE)
-    write_wav(folder / "over.wav", clip(OVER), RATE)
+    write_wav(folder / "hello.wav", clip(1.0, HELLO), RATE)
+    write_wav(folder / "over.wav", clip(1.0, OVER), RATE)
     models: list[ScriptedChatModel] = []
 
     def run(turns: list[dict], replies: list[str], *flags: str) -> tuple[dict | None, str, str]:

@@ -21,8 +21,9 @@ import pytest
 from assistant.cli.main import main
 from memory.store import check
 from tests.fakes import ScriptedChatModel
-from tests.test_saved_conversation import rows
-from tests.test_voice_cli import stand_in_speech, voice  # noqa: F401 (a fixture)
+from tests.support.saved_files import rows
+from tests.support.transcripts import HISTORY_TIME
+from tests.support.voice_command import stand_in_speech
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,8 +61,7 @@ def parley(stdin: str, *flags: str) -> subprocess.CompletedProcess:
                           capture_output=True, cwd=ROOT, env=clean_env(), timeout=120)
 
 
-HISTORY_LINE = re.compile(r"^#(\d+) (user|assistant)"
-                          r"(?:, \w{3} \d{1,2} \w{3}(?: \d{4})? \d\d:\d\d)?: (.*)$")
+HISTORY_LINE = re.compile(r"^#(\d+) (user|assistant)(?:" + HISTORY_TIME + r")?: (.*)$")
 
 
 def history_lines(out: str) -> list[tuple[int, str, str]]:
@@ -256,7 +256,7 @@ def test_save_and_resume_are_flags_only(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["parley.toml"]
 
 
-def test_voice_saves_and_resumes_the_same_way(tmp_path, voice, monkeypatch, capsys):  # noqa: F811
+def test_voice_saves_and_resumes_the_same_way(tmp_path, voice, monkeypatch, capsys):
     stand_in_speech(monkeypatch)
     path = tmp_path / "talk.parley"
     voice.model.enqueue("Hello.", "Hello again.")
