@@ -2,7 +2,6 @@
 
 import io
 import os
-import sys
 import time
 from datetime import datetime
 
@@ -14,6 +13,7 @@ from assistant.cli.main import main
 from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
+from tests.support.command_line import piped, without_user_settings
 
 SAID_AT = datetime.fromisoformat("2026-12-05T14:03:00+01:00")
 
@@ -92,10 +92,8 @@ def chat_through_main(monkeypatch, capsys, model: ScriptedChatModel, lines: str,
                       *flags: str) -> str:
     """`parley chat` as typed at the shell, stdin piped, with `model` as the language model."""
     monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no config file
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
+    without_user_settings(monkeypatch)
+    piped(monkeypatch, lines)
     assert main(["chat", *flags]) == 0
     captured = capsys.readouterr()
     assert captured.err == ""

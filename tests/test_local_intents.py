@@ -3,9 +3,7 @@ home-assistant-intents sentences; the model is a scripted stand-in that records 
 
 from __future__ import annotations
 
-import io
 import re
-import sys
 from datetime import datetime, timedelta
 
 import pytest
@@ -20,6 +18,7 @@ from assistant.timers import Timers
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
 from tests.support.clocks import ManualClock
+from tests.support.command_line import piped, without_user_settings
 
 
 @pytest.fixture(scope="module")
@@ -249,16 +248,14 @@ def test_matching_never_fails_on_odd_input(matcher, text):
 
 @pytest.fixture(autouse=True)
 def plain_environment(monkeypatch):
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
-    for name in ("PARLEY_NO_LOCAL_INTENTS", "PARLEY_CONFIG", "PARLEY_MODEL_EXCHANGES"):
-        monkeypatch.delenv(name, raising=False)
+    without_user_settings(monkeypatch)
 
 
 def chat(monkeypatch, capsys, stdin: bytes, *argv: str) -> tuple[str, ScriptedChatModel]:
     model = ScriptedChatModel()
     model.enqueue("The model answered.")
     monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    piped(monkeypatch, stdin)
     assert main(["chat", *argv]) == 0
     return " ".join(capsys.readouterr().out.split()), model  # the terminal may wrap lines
 

@@ -15,9 +15,9 @@ from assistant.cli.main import main
 from tests.support.remote_model import (
     USAGE,
     ScriptedServer,
+    chat_from_a_pipe,
     chunk,
     parley_chat,
-    piped,
     stream,
     text,
 )
@@ -204,7 +204,7 @@ def test_a_gguf_whose_template_knows_tools_gets_them_and_its_calls_run(tmp_path,
         return ({"choices": [{"text": piece}]} for piece in (call, "</tool_call>"))
 
     monkeypatch.setattr(llama_cpp.Llama, "create_completion", create_completion)
-    piped(monkeypatch, "What is 17 times 23?\n/history\n")
+    chat_from_a_pipe(monkeypatch, "What is 17 times 23?\n/history\n")
     assert main(["chat", "--llm-model", str(model), "--ctx", "2048", "--no-local-intents",
                  "--answer-tokens", "24"]) == 0
     out = capsys.readouterr().out

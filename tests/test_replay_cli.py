@@ -4,7 +4,6 @@ prints (or writes to `--out`), and clips timed into a reply with `during_reply_m
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +15,7 @@ from assistant.cli.main import main
 from audio.files import write_wav
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import clip
+from tests.support.command_line import without_user_settings
 
 RATE = 16000
 HELLO, OVER = 4000, 12000
@@ -50,10 +50,8 @@ class Replay:
 def parley_replay(tmp_path, monkeypatch, capsys) -> Replay:
     """Runs `parley replay --fast` on a session written into tmp_path/session; the language
     model answers from `replies`, speech-to-text hears SCRIPT, the voice is a tone."""
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
     (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no config file
+    without_user_settings(monkeypatch, tmp_path / "home")
     folder = tmp_path / "session"
     folder.mkdir()
     write_wav(folder / "hello.wav", clip(1.0, HELLO), RATE)

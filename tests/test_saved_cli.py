@@ -4,7 +4,6 @@ and a real file, killed with SIGKILL in the middle of a reply; flags and bad fil
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import select
@@ -21,6 +20,7 @@ import pytest
 from assistant.cli.main import main
 from memory.store import check
 from tests.fakes import ScriptedChatModel
+from tests.support.command_line import piped, without_user_settings
 from tests.support.saved_files import rows
 from tests.support.transcripts import HISTORY_TIME
 from tests.support.voice_command import stand_in_speech
@@ -185,10 +185,8 @@ def test_a_file_that_stops_being_writable_is_said_once_and_the_chat_goes_on(tmp_
 def chat(monkeypatch, capsys, model, lines: str, *flags: str, code: int = 0) -> str:
     """`parley chat FLAGS` in this process, stdin piped; stdout, or stderr if it failed."""
     monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
+    without_user_settings(monkeypatch)
+    piped(monkeypatch, lines)
     assert main(["chat", "--no-local-intents", *flags]) == code
     captured = capsys.readouterr()
     return captured.out if code == 0 else captured.err

@@ -2,16 +2,14 @@
 and Ollama stream (text, tool calls, errors, stalls), and `parley chat --llm-url` against it
 through the real `main()` with a piped stdin."""
 
-import io
 import json
-import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from assistant.cli.main import main
+from tests.support.command_line import piped, without_user_settings
 
 WAIT_S = 60
 """The longest a scripted server holds a request, so no test can hang."""
@@ -174,22 +172,18 @@ class ScriptedServer:
         self.stop()
 
 
-def piped(monkeypatch, stdin) -> None:
-    """No PARLEY_* variables, no config file, and `stdin` (text, or a file the test writes
-    to) piped in, for the real `main()`."""
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
-    monkeypatch.setenv("COLUMNS", "400")  # long error lines stay on one line
-    if isinstance(stdin, str):
-        stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()))
-    monkeypatch.setattr(sys, "stdin", stdin)
+def chat_from_a_pipe(monkeypatch, stdin) -> None:
+    """None of the user's settings, a 400-column terminal (long error lines stay on one
+    line) and `stdin` (text, or a file the test writes to) piped in, for the real `main()`."""
+    without_user_settings(monkeypatch)
+    monkeypatch.setenv("COLUMNS", "400")
+    piped(monkeypatch, stdin)
 
 
 def parley_chat(monkeypatch, capsys, url: str, stdin, *flags: str) -> tuple[str, str]:
     """`parley chat --llm-url URL` with `stdin` piped in; returns stdout and stderr. Local
     intents are off, so the server answers everything."""
-    piped(monkeypatch, stdin)
+    chat_from_a_pipe(monkeypatch, stdin)
     assert main(["chat", "--llm-url", url, "--no-local-intents", *flags]) == 0
     captured = capsys.readouterr()
     return captured.out, captured.err

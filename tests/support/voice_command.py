@@ -4,7 +4,6 @@ types fed in one line per reply. The `voice` fixture (tests/conftest.py) sets it
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from assistant.cli.main import main
 from assistant.voice.loop import VoiceLoop
 from audio.memory_out import MemorySpeaker
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.command_line import without_user_settings
 
 
 class SilentMicrophone:
@@ -77,9 +77,7 @@ class VoiceCommand:
 def voice_command(monkeypatch) -> VoiceCommand:
     """`parley voice` with stand-in sound devices and language model; the real settings,
     conversation, segmenter, voice loop and (unless a test replaces them) speech engines."""
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
+    without_user_settings(monkeypatch)
     monkeypatch.setenv("COLUMNS", "300")  # /history lines stay whole
     command = VoiceCommand(ScriptedChatModel())
 
