@@ -31,16 +31,12 @@ from audio.echo import FarEnd
 from audio.errors import AudioError
 from audio.memory_out import MemorySpeaker
 from audio.playback import Speaker
+from tests.support.clips import tone
 from tests.support.clocks import HUNG_S, ManualClock, SteppedClock
 from tests.support.sound_server import MIC_RATE, SoundServer, running_sound_server
 
 LOUD = 1000.0
 """Mean absolute amplitude of a 10 ms window that counts as sound (the tone is ~6,000)."""
-
-
-def tone(seconds: float, rate: int = MIC_RATE, freq: float = 440.0) -> np.ndarray:
-    t = np.arange(round(seconds * rate)) / rate
-    return (np.sin(2 * np.pi * freq * t) * 10000).astype(np.int16)
 
 
 def loud_windows(pcm: np.ndarray, rate: int) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""Audio clips for tests, 16 kHz mono int16 as a microphone gives them: silence, speech-like
-buzzes the stand-in speech-to-text tells apart by their peak, and a real recording."""
+"""Audio clips for tests, 16 kHz mono int16 as a microphone gives them unless a rate is
+given: silence, tones, speech-like buzzes the stand-in speech-to-text tells apart by their
+peak, and a real recording."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ RATE = 16000
 
 def silence(seconds: float) -> np.ndarray:
     return np.zeros(int(seconds * RATE), dtype=np.int16)
+
+
+def sine(seconds: float, rate: int = RATE, hz: float = 440.0, level: float = 0.5) -> np.ndarray:
+    """A pure tone as floats between -`level` and `level`, as sound files and converters
+    take them."""
+    return level * np.sin(2 * np.pi * hz * np.arange(int(seconds * rate)) / rate)
+
+
+def tone(seconds: float, rate: int = RATE, hz: float = 440.0, peak: int = 10000) -> np.ndarray:
+    """A pure tone as int16 samples up to `peak`, loud enough to hear through a sound server."""
+    return sine(seconds, rate, hz, peak).astype(np.int16)
 
 
 def speechlike(seconds: float, peak: int, rate: int = RATE, pitch: float = 140.0) -> np.ndarray:
