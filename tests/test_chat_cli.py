@@ -9,11 +9,10 @@ import pytest
 from rich.console import Console
 
 from assistant.cli.chat import ChatSession
-from assistant.cli.main import main
 from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
-from tests.support.command_line import piped, without_user_settings
+from tests.support.command_line import chat_through_main
 
 SAID_AT = datetime.fromisoformat("2026-12-05T14:03:00+01:00")
 
@@ -86,18 +85,6 @@ def clock_at(monkeypatch):
     else:
         os.environ["TZ"] = zone_before
     time.tzset()
-
-
-def chat_through_main(monkeypatch, capsys, model: ScriptedChatModel, lines: str,
-                      *flags: str) -> str:
-    """`parley chat` as typed at the shell, stdin piped, with `model` as the language model."""
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    without_user_settings(monkeypatch)
-    piped(monkeypatch, lines)
-    assert main(["chat", *flags]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    return captured.out
 
 
 @pytest.mark.parametrize("instant, zone, reading", [

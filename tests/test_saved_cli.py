@@ -20,7 +20,7 @@ import pytest
 from assistant.cli.main import main
 from memory.store import check
 from tests.fakes import ScriptedChatModel
-from tests.support.command_line import piped, without_user_settings
+from tests.support.command_line import chat_through_main
 from tests.support.saved_files import rows
 from tests.support.transcripts import HISTORY_TIME
 from tests.support.voice_command import stand_in_speech
@@ -170,8 +170,9 @@ def test_a_file_that_stops_being_writable_is_said_once_and_the_chat_goes_on(tmp_
                     name.unlink()
             yield from super().stream(messages, tools, max_tokens, cancel)
 
-    out = chat(monkeypatch, capsys, Remover(), "hi\nremove the file\nstill here?\n/history\n",
-               "--save", str(path))
+    out = chat_through_main(monkeypatch, capsys, Remover(),
+                            "hi\nremove the file\nstill here?\n/history\n",
+                            "--no-local-intents", "--save", str(path))
     errors = [line for line in out.splitlines() if line.startswith("!")]
     assert errors == [f"! Saving to {path} stopped (the file was removed or replaced). The "
                       "conversation goes on in memory; what is said from now on is not saved."]
@@ -180,16 +181,6 @@ def test_a_file_that_stops_being_writable_is_said_once_and_the_chat_goes_on(tmp_
 
 
 # -- flags, and files it will not use -----------------------------------------------------
-
-
-def chat(monkeypatch, capsys, model, lines: str, *flags: str, code: int = 0) -> str:
-    """`parley chat FLAGS` in this process, stdin piped; stdout, or stderr if it failed."""
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    without_user_settings(monkeypatch)
-    piped(monkeypatch, lines)
-    assert main(["chat", "--no-local-intents", *flags]) == code
-    captured = capsys.readouterr()
-    return captured.out if code == 0 else captured.err
 
 
 class NeverLoaded(ScriptedChatModel):
@@ -201,7 +192,8 @@ def test_save_never_overwrites_a_file(tmp_path, monkeypatch, capsys):
     path = tmp_path / "talk.parley"
     path.write_text("anything at all")
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))
-    err = chat(monkeypatch, capsys, None, "hi\n", "--save", str(path), code=2)
+    err = chat_through_main(monkeypatch, capsys, None, "hi\n", "--no-local-intents",
+                            "--save", str(path), code=2)
     assert err == (f"parley: {path} already exists; --resume {path} continues a saved "
                    "conversation, or give --save a new file\n")
     assert path.read_text() == "anything at all" and path.stat().st_mtime_ns == 1_000_000_000
@@ -216,7 +208,8 @@ def test_a_bad_file_to_resume_stops_parley_before_the_model_loads(tmp_path, monk
     db.close()
     before = path.read_bytes(), path.stat().st_mtime_ns
     monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: NeverLoaded())
-    err = chat(monkeypatch, capsys, None, "hi\n", "--resume", str(path), code=2)
+    err = chat_through_main(monkeypatch, capsys, None, "hi\n", "--no-local-intents",
+                            "--resume", str(path), code=2)
     assert err == (f"parley: {path} is not a Parley conversation (an SQLite database of "
                    "another program); pass another file\n")
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
