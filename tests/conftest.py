@@ -1,4 +1,5 @@
-"""Suite-wide rules: under CI a skipped test is a failure.
+"""Suite-wide rules and fixtures: under CI a skipped test is a failure; `voice` is
+`parley voice` on stand-in devices (tests/support/voice_command.py).
 
 A test skips when a tool or sample it needs is missing (PulseAudio, strace, the speech
 recordings). On a developer's machine that is a fair skip, and its reason is printed at
@@ -11,6 +12,8 @@ from __future__ import annotations
 import os
 
 import pytest
+
+from tests.support.voice_command import VoiceCommand, voice_command
 
 
 def under_ci() -> bool:
@@ -32,3 +35,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if under_ci() and reporter is not None and reporter.stats.get("skipped"):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def voice(monkeypatch) -> VoiceCommand:
+    """`parley voice` with stand-in sound devices and language model; the real settings,
+    conversation, segmenter, voice loop and (unless a test replaces them) speech engines."""
+    return voice_command(monkeypatch)

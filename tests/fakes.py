@@ -1,19 +1,33 @@
-"""Stand-in engines for unit tests of the logic around them."""
+"""Stand-in engines for unit tests of the logic around them: chat models that answer
+from a queue (and write summaries), speech-to-text that hears what a test scripted, and
+text-to-speech that speaks tones. Each subclasses the real engine protocol."""
 
 from __future__ import annotations
 
+import re
+import threading
+import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
+import numpy as np
+
+from memory.summary import SUMMARIZER_SYSTEM
 from models.base import (
     CancelToken,
     ChatModel,
     Chunk,
     ModelCapabilities,
     PromptMessage,
+    TextChunk,
     ToolSpec,
     UsageChunk,
 )
+from models.speech import SpeechToText, TextToSpeech, Transcript
 from models.toolcalls import ToolCallScanner
+from tests.support.clocks import HUNG_S
+
+# -- chat models -------------------------------------------------------------------------
 
 
 class ScriptedChatModel(ChatModel):
@@ -70,34 +84,84 @@ class ScriptedChatModel(ChatModel):
         yield UsageChunk(total, total, len(reply) // 4)
 
 
-def texts(events: list, kind: type) -> list[str]:
-    return [getattr(e, "text", getattr(e, "content", "")) for e in events if isinstance(e, kind)]
+class SummarizingModel(ScriptedChatModel):
+    """A scripted model that also answers summary requests, from its own queue.
 
+    With no queued summary it writes a proper bullet for every exchange the request
+    lists, so tests of the reply path need not predict when a summary happens.
+    """
+
+    def __init__(self, context_size: int = 8192) -> None:
+        super().__init__(context_size)
+        self.summaries: list[str | Exception] = []
+        self.summary_requests: list[str] = []
+
+    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
+        if messages[0].content != SUMMARIZER_SYSTEM:
+            yield from super().stream(messages, tools, max_tokens, cancel)
+            return
+        request = messages[1].content
+        self.summary_requests.append(request)
+        if self.summaries:
+            reply = self.summaries.pop(0)
+            if isinstance(reply, Exception):
+                raise reply
+        else:
+            labels = re.findall(r"\(#\d+(?:–#\d+)?\)", request.rsplit("in order:", 1)[1])
+            reply = "\n".join(f"- {lab} The user and the assistant talked about topic "
+                              f"{n}." for n, lab in enumerate(labels))
+        for start in range(0, len(reply), 7):
+            yield TextChunk(reply[start:start + 7])
+
+
+class HeldSummaries(SummarizingModel):
+    """Its first `hold` summary requests go on until Parley cancels them (the user came
+    first); later ones are written at once, a bullet per exchange."""
+
+    capabilities = ModelCapabilities(prefill=True, keeps_prompt_aside=True)
+
+    def __init__(self, hold: int = 0) -> None:
+        super().__init__(2048)
+        self.hold = hold
+        self.held = threading.Event()
+        """Set while a summary is being held."""
+        self.cancelled = 0
+        self.aside_now = False
+        self.asides: list[bool] = []
+        """For each summary: whether it was written aside (the prepared prompt kept)."""
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        self.aside_now = True
+        try:
+            yield
+        finally:
+            self.aside_now = False
+
+    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
+        if messages[0].content == SUMMARIZER_SYSTEM:
+            self.asides.append(self.aside_now)
+        if messages[0].content != SUMMARIZER_SYSTEM or not self.hold:
+            yield from super().stream(messages, tools, max_tokens, cancel)
+            return
+        self.hold -= 1
+        self.summary_requests.append(messages[1].content)
+        self.held.set()
+        deadline = time.monotonic() + HUNG_S  # only a hung test waits this long
+        while cancel is not None and not cancel.cancelled and time.monotonic() < deadline:
+            time.sleep(0.002)
+        self.held.clear()
+        self.cancelled += 1
 
 
 # -- speech ----------------------------------------------------------------------------
 
-import numpy as np  # noqa: E402
-
-from models.speech import SpeechToText, TextToSpeech, Transcript  # noqa: E402
-
-
-def speechlike(seconds: float, peak: int, rate: int = 16000, pitch: float = 140.0) -> np.ndarray:
-    """A voiced, syllable-paced buzz that webrtcvad takes for speech; `peak` labels it.
-
-    Stand-in STT below tells clips apart by their peak amplitude, so a test can script
-    what each clip "says" while the real segmenter and VAD run on it.
-    """
-    t = np.arange(int(seconds * rate)) / rate
-    phase = 2 * np.pi * np.cumsum(pitch * (1 + 0.05 * np.sin(2 * np.pi * 3 * t))) / rate
-    voice = sum(np.sin(k * phase) / k for k in range(1, 12))
-    syllables = 0.55 + 0.45 * np.abs(np.sin(2 * np.pi * 2.5 * t))
-    wave = voice * syllables
-    return (wave / np.max(np.abs(wave)) * peak).astype(np.int16)
-
 
 class ScriptedSpeechToText(SpeechToText):
-    """Hears what a test scripted for each clip, told apart by the clip's peak amplitude."""
+    """Hears what a test scripted for each clip, told apart by the clip's peak amplitude
+    (`tests.support.clips.speechlike` makes such clips)."""
 
     name = "scripted-stt"
 
@@ -147,108 +211,3 @@ class HearsWordsInAnything(SpeechToText):
     def transcribe(self, pcm: np.ndarray) -> Transcript:
         self.heard.append(len(pcm))
         return Transcript("Words from nowhere.", 0.9)
-
-
-# -- clocks ----------------------------------------------------------------------------
-
-import threading  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-
-HUNG_S = 30.0
-"""Only a hung test waits this long: no assertion depends on how fast the machine is."""
-
-
-class FakeClock:
-    """Time that moves only when told (`now += s`, or `sleep(s)`)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-class SteppedClock(FakeClock):
-    """A fake clock whose `sleep()` moves it on, then waits for the test's go-ahead: the test
-    decides exactly where another thread's wait is when it acts."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.changed = threading.Condition()
-        self.sleeps = 0
-        """Sleeps begun."""
-        self.allowed = 0
-        """Sleeps allowed to end."""
-
-    def sleep(self, seconds: float) -> None:
-        with self.changed:
-            self.now += seconds
-            self.sleeps += 1
-            self.changed.notify_all()
-            if not self.changed.wait_for(lambda: self.allowed >= self.sleeps, HUNG_S):
-                raise AssertionError("the test never let the sleeper go on")
-
-    def until(self, condition: Callable[[], object]) -> None:
-        with self.changed:
-            assert self.changed.wait_for(condition, HUNG_S)
-
-    def allow(self, sleeps: int) -> None:
-        with self.changed:
-            self.allowed = sleeps
-            self.changed.notify_all()
-
-
-class MicrophoneClock:
-    """Time as a 16 kHz microphone's samples count it, for a voice loop and its speaker.
-
-    It moves only as the test feeds audio, so how much of a reply plays while the user
-    talks is a count of samples, whatever the machine's speed. A speaker's `sleep()` waits
-    until that much audio has been fed.
-    """
-
-    rate = 16000
-
-    def __init__(self) -> None:
-        self.samples = 0
-        self.fed = threading.Condition()
-
-    def __call__(self) -> float:
-        return self.monotonic()
-
-    def monotonic(self) -> float:
-        with self.fed:
-            return self.samples / self.rate
-
-    def sleep(self, seconds: float) -> None:
-        with self.fed:
-            until = self.samples + seconds * self.rate
-            if not self.fed.wait_for(lambda: self.samples >= until, HUNG_S):
-                raise AssertionError("the test stopped feeding audio")
-
-    def feed(self, sink: Callable[[np.ndarray], None], pcm: np.ndarray,
-             before_frame: Callable[[int], None] | None = None) -> None:
-        """Feed `pcm` to `sink` in 30 ms frames, as a microphone delivers them;
-        `before_frame(offset)` runs before each, with the frame's first sample in `pcm`."""
-        step = self.rate * 30 // 1000
-        for offset in range(0, len(pcm), step):
-            if before_frame is not None:
-                before_frame(offset)
-            frame = pcm[offset:offset + step]
-            with self.fed:  # the frame has been captured: its time has passed
-                self.samples += len(frame)
-                self.fed.notify_all()
-            sink(frame)
-
-
-HISTORY_TIME = r", \w{3} \d{1,2} \w{3}(?: \d{4})? \d\d:\d\d"
-"""When a message was said, as `/history` shows it after the role: a pattern for pexpect."""
-
-
-def untimed(text: str) -> str:
-    """`/history` lines without when each message was said, for tests about what was kept."""
-    import re
-
-    return re.sub(HISTORY_TIME + ":", ":", text)

@@ -1,5 +1,5 @@
 """The device edge of `audio/`: real capture and playback through sounddevice/PortAudio,
-against a private PulseAudio daemon (tests/soundserver.py), plus the in-memory speaker.
+against a private PulseAudio daemon (tests/support/sound_server.py), plus the in-memory speaker.
 
 PortAudio scans devices once, at import or `rescan_devices()`, and libpulse reads
 PULSE_SERVER when a stream opens: the `server` fixture points this process's environment at
@@ -31,16 +31,12 @@ from audio.echo import FarEnd
 from audio.errors import AudioError
 from audio.memory_out import MemorySpeaker
 from audio.playback import Speaker
-from tests.fakes import HUNG_S, FakeClock, SteppedClock
-from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
+from tests.support.clips import tone
+from tests.support.clocks import HUNG_S, ManualClock, SteppedClock, wait_until
+from tests.support.sound_server import MIC_RATE, SoundServer, running_sound_server
 
 LOUD = 1000.0
 """Mean absolute amplitude of a 10 ms window that counts as sound (the tone is ~6,000)."""
-
-
-def tone(seconds: float, rate: int = MIC_RATE, freq: float = 440.0) -> np.ndarray:
-    t = np.arange(round(seconds * rate)) / rate
-    return (np.sin(2 * np.pi * freq * t) * 10000).astype(np.int16)
 
 
 def loud_windows(pcm: np.ndarray, rate: int) -> np.ndarray:
@@ -206,10 +202,8 @@ def test_speaker_stop_cuts_a_sentence_short(server: SoundServer, pulse: int) -> 
     try:
         speaker.play(tone(10.0, rate, 440), rate)  # a long sentence…
         speaker.play(tone(1.0, rate, 660), rate)  # …and the next one, queued
-        deadline = time.monotonic() + HUNG_S
-        while speaker.played_seconds < 0.8:  # well into the first sentence, however slow
-            assert time.monotonic() < deadline, "the speaker never played 0.8 s"
-            time.sleep(0.01)
+        # well into the first sentence, however slow
+        wait_until(lambda: speaker.played_seconds >= 0.8, "the speaker played 0.8 s")
         speaker.stop()
         stopped_at = speaker.played_seconds
         assert not speaker.speaking
@@ -253,10 +247,7 @@ def test_speaker_with_an_echo_canceller_never_stops_its_stream(server: SoundServ
         time.sleep(1.0)
         idle = (far.pushed - before) / MIC_RATE
         speaker.play(tone(10.0, rate, 660), rate)
-        deadline = time.monotonic() + HUNG_S
-        while speaker.played_seconds < 0.8:
-            assert time.monotonic() < deadline, "the speaker never played 0.8 s"
-            time.sleep(0.01)
+        wait_until(lambda: speaker.played_seconds >= 0.8, "the speaker played 0.8 s")
         speaker.stop()
         assert not speaker.speaking
         stopped_at = speaker.played_seconds
@@ -400,7 +391,7 @@ def test_memory_speaker_instant() -> None:
 
 
 def test_memory_speaker_realtime_stop_keeps_only_what_played() -> None:
-    clock = FakeClock()
+    clock = ManualClock()
     speaker = MemorySpeaker(realtime=True, clock=clock)
     speaker.play(tone(1.0), MIC_RATE)
     speaker.play(tone(0.5), MIC_RATE)
@@ -421,7 +412,7 @@ def test_memory_speaker_realtime_stop_keeps_only_what_played() -> None:
 
 def test_memory_speaker_for_replay_lets_go_of_audio_already_played() -> None:
     # A long replay must not keep every reply's audio; the counts stay right.
-    clock = FakeClock()
+    clock = ManualClock()
     speaker = MemorySpeaker(realtime=True, clock=clock, keep_chunks=False)
     speaker.play(tone(1.0), MIC_RATE)
     clock.now += 2
@@ -438,7 +429,7 @@ def test_memory_speaker_for_replay_lets_go_of_audio_already_played() -> None:
 
 
 def test_memory_speaker_wait_advances_with_the_clock() -> None:
-    clock = FakeClock()
+    clock = ManualClock()
     speaker = MemorySpeaker(realtime=True, clock=clock)
     speaker.play(tone(0.5), MIC_RATE)
     speaker.play(tone(0.25), MIC_RATE)

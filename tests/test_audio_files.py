@@ -9,10 +9,8 @@ import soundfile
 from audio.errors import AudioError
 from audio.files import AudioFileError, frames_of, read_audio, write_wav
 from audio.pcm import require_mono_int16, to_int16
-
-
-def sine(freq: float, seconds: float, rate: int, amplitude: float = 0.5) -> np.ndarray:
-    return amplitude * np.sin(2 * np.pi * freq * np.arange(int(seconds * rate)) / rate)
+from tests.support.clips import sine
+from tests.support.clocks import ManualClock
 
 
 def peak_hz(pcm: np.ndarray, rate: int) -> float:
@@ -21,7 +19,7 @@ def peak_hz(pcm: np.ndarray, rate: int) -> float:
 
 
 def test_stereo_float_wav_at_44k1_becomes_16k_mono_int16(tmp_path):
-    left, right = sine(440, 1.0, 44100, 0.6), sine(440, 1.0, 44100, 0.2)
+    left, right = sine(1.0, 44100, 440, 0.6), sine(1.0, 44100, 440, 0.2)
     path = tmp_path / "stereo.wav"
     soundfile.write(path, np.stack([left, right], axis=1), 44100, subtype="FLOAT")
 
@@ -36,7 +34,7 @@ def test_stereo_float_wav_at_44k1_becomes_16k_mono_int16(tmp_path):
 
 def test_mono_flac_at_8k_is_upsampled(tmp_path):
     path = tmp_path / "voice.flac"
-    soundfile.write(path, sine(1000, 0.5, 8000), 8000, subtype="PCM_16")
+    soundfile.write(path, sine(0.5, 8000, 1000), 8000, subtype="PCM_16")
     pcm = read_audio(path)
     assert pcm.dtype == np.int16 and len(pcm) == 8000
     assert peak_hz(pcm, 16000) == pytest.approx(1000, abs=2)
@@ -99,24 +97,15 @@ def test_frames_of_yields_all_audio_in_chunks():
     assert np.array_equal(np.concatenate(chunks), pcm)
 
 
-class FakeClock:
-    """A clock that only moves when slept on (or when the test moves it)."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds > 0
-        self.now += seconds
-
-
 def test_realtime_frames_are_paced_without_drift():
-    clock = FakeClock()
+    clock = ManualClock(start=100.0)
+
+    def sleep(seconds: float) -> None:
+        assert seconds > 0
+        clock.sleep(seconds)
+
     times = []
-    source = frames_of(np.zeros(1600, dtype=np.int16), 16000, 30, True, clock, clock.sleep)
+    source = frames_of(np.zeros(1600, dtype=np.int16), 16000, 30, True, clock, sleep)
     for i, _ in enumerate(source):
         times.append(clock.now - 100.0)
         if i == 0:

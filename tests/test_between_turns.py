@@ -7,9 +7,9 @@ from assistant.between_turns import PREPARE_WAIT, SUMMARY_WAIT, BetweenTurns
 from assistant.conversation import Conversation, ReplySettings
 from assistant.events import Summarized, SummaryCancelled, SummaryStarted
 from assistant.tools import builtin_tools
-from tests.fakes import HUNG_S, FakeClock
-from tests.test_chat_memory import chat, filler
-from tests.test_idle_summaries import HeldSummaries, idle_conversation, wait_for
+from tests.fakes import HeldSummaries
+from tests.support.clocks import HUNG_S, ManualClock, wait_until
+from tests.support.conversations import chat, filler, idle_conversation
 
 
 def test_the_summary_is_written_then_the_next_prompt_prepared():
@@ -39,11 +39,11 @@ def test_a_conversation_built_to_summarize_in_its_replies_only_gets_its_prompt_p
 def test_a_request_stops_the_summary_and_knows_how_long_it_waited():
     conversation, model = idle_conversation(hold=1)
     chat(conversation, model, filler(0), filler(1), filler(2))
-    clock = FakeClock()
+    clock = ManualClock()
     work = BetweenTurns(conversation, clock=clock.monotonic)
     events: list = []
     work.start(events.append)
-    wait_for(model.held.is_set, "the summary began")
+    wait_until(model.held.is_set, "the summary began")
     work.stop()  # the user typed: the reply goes first
     clock.sleep(0.25)
     assert work.wait(HUNG_S)

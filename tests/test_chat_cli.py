@@ -2,7 +2,6 @@
 
 import io
 import os
-import sys
 import time
 from datetime import datetime
 
@@ -10,10 +9,10 @@ import pytest
 from rich.console import Console
 
 from assistant.cli.chat import ChatSession
-from assistant.cli.main import main
 from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
+from tests.support.command_line import chat_through_main
 
 SAID_AT = datetime.fromisoformat("2026-12-05T14:03:00+01:00")
 
@@ -86,20 +85,6 @@ def clock_at(monkeypatch):
     else:
         os.environ["TZ"] = zone_before
     time.tzset()
-
-
-def chat_through_main(monkeypatch, capsys, model: ScriptedChatModel, lines: str,
-                      *flags: str) -> str:
-    """`parley chat` as typed at the shell, stdin piped, with `model` as the language model."""
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no config file
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
-    assert main(["chat", *flags]) == 0
-    captured = capsys.readouterr()
-    assert captured.err == ""
-    return captured.out
 
 
 @pytest.mark.parametrize("instant, zone, reading", [

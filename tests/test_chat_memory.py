@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
 
 import pytest
 from hypothesis import given
@@ -25,7 +24,6 @@ from memory import Message, read_message, search_history
 from memory.history import group_exchanges
 from memory.search import OUTPUT_CHARS, PAGE_CHARS
 from memory.summary import (
-    SUMMARIZER_SYSTEM,
     SUMMARY_CHARS,
     RunningSummary,
     SummaryPlan,
@@ -35,9 +33,10 @@ from memory.summary import (
     plan_summary,
     summary_request,
 )
-from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
+from models.base import CancelToken
 from models.errors import EngineError
-from tests.fakes import ScriptedChatModel
+from tests.fakes import SummarizingModel
+from tests.support.conversations import chat, filler, summarizing_conversation
 
 BILLING = "  billing:\n    image: billing:2.1\n    ports:\n      - '8101:8101'\n"
 
@@ -48,56 +47,6 @@ def compose_file(services: int = 40) -> str:
               f"      - '{9000 + i}:80'\n    restart: always\n" for i in range(services)]
     blocks.insert(services * 2 // 3, BILLING)
     return "services:\n" + "".join(blocks)
-
-
-class SummarizingModel(ScriptedChatModel):
-    """A scripted model that also answers summary requests, from its own queue.
-
-    With no queued summary it writes a proper bullet for every exchange the request
-    lists, so tests of the reply path need not predict when a summary happens.
-    """
-
-    def __init__(self, context_size: int = 8192) -> None:
-        super().__init__(context_size)
-        self.summaries: list[str | Exception] = []
-        self.summary_requests: list[str] = []
-
-    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
-               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
-        if messages[0].content != SUMMARIZER_SYSTEM:
-            yield from super().stream(messages, tools, max_tokens, cancel)
-            return
-        request = messages[1].content
-        self.summary_requests.append(request)
-        if self.summaries:
-            reply = self.summaries.pop(0)
-            if isinstance(reply, Exception):
-                raise reply
-        else:
-            labels = re.findall(r"\(#\d+(?:–#\d+)?\)", request.rsplit("in order:", 1)[1])
-            reply = "\n".join(f"- {lab} The user and the assistant talked about topic "
-                              f"{n}." for n, lab in enumerate(labels))
-        for start in range(0, len(reply), 7):
-            yield TextChunk(reply[start:start + 7])
-
-
-def make(context_size: int = 2048, **settings) -> tuple[Conversation, SummarizingModel]:
-    model = SummarizingModel(context_size)
-    settings.setdefault("answer_tokens", 256)
-    return Conversation(model, builtin_tools(), ReplySettings(**settings)), model
-
-
-def chat(conversation: Conversation, model: ScriptedChatModel, *turns: tuple[str, str]) -> list:
-    events: list = []
-    for question, answer in turns:
-        model.enqueue(answer)
-        conversation.reply(question, events.append)
-    return events
-
-
-def filler(n: int) -> tuple[str, str]:
-    return (f"Question {n}: tell me about topic {n} in some detail " + "words " * 190,
-            f"Answer {n}: here is what I know about topic {n}. " + "detail " * 165)
 
 
 # -- the history tool ------------------------------------------------------------------
@@ -281,7 +230,7 @@ def test_bullets_without_message_numbers_or_repeating_the_summary_are_replaced()
 # -- the reply path with a stand-in model ----------------------------------------------
 
 def test_a_long_paste_is_compacted_and_the_tool_finds_it():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     # Two exchanges after the paste still fit: the question that follows is the one that
     # no longer does, so its own reply compacts the paste before looking it up.
     chat(conversation, model, ("Here is our compose file:\n" + compose_file(12),
@@ -312,7 +261,7 @@ def test_a_long_paste_is_compacted_and_the_tool_finds_it():
 
 
 def test_the_summary_event_comes_before_the_tool_call_in_the_reply_that_summarizes():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     chat(conversation, model, *(filler(n) for n in range(3)))
     assert conversation.summary.covered_through == 0
     model.enqueue('<tool_call>{"name": "clock", "arguments": {}}</tool_call>', "Now.")
@@ -329,7 +278,7 @@ def test_the_summary_event_comes_before_the_tool_call_in_the_reply_that_summariz
 
 
 def test_a_stored_summary_stands_in_for_what_it_covers():
-    conversation, model = make(context_size=8192, recall_hints=False)
+    conversation, model = summarizing_conversation(context_size=8192, recall_hints=False)
     chat(conversation, model, ("The cat is called Miso", "Nice name."), ("hi", "hello"))
     conversation.summary = RunningSummary(("- (#1–#2) The user's cat is called Miso.",),
                                           covered_through=2)
@@ -360,7 +309,7 @@ def test_a_summary_that_times_out_falls_back_and_waits_six_messages():
 
 
 def test_a_failing_summarizer_falls_back_to_dropping():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     model.summaries.append(EngineError("out of memory"))
     events = chat(conversation, model, *(filler(n) for n in range(4)))
     assert [e.reason for e in events if isinstance(e, SummaryFailed)] == [
@@ -369,7 +318,7 @@ def test_a_failing_summarizer_falls_back_to_dropping():
 
 
 def test_secrets_are_redacted_in_the_request_and_in_the_summary():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     key = "sk-proj-" + "A1b2C3d4" * 5
     model.summaries.append(f"- (#1–#2) The user shared the key {key} and password=hunter22.")
     chat(conversation, model, (f"My OpenAI key is {key} and password=hunter22 " + "x " * 300,
@@ -383,7 +332,7 @@ def test_secrets_are_redacted_in_the_request_and_in_the_summary():
 
 
 def test_cancelling_while_summarizing_ends_the_reply_without_a_summary():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     chat(conversation, model, *(filler(n) for n in range(3)))
     cancel = CancelToken()
     model.summaries.append("- (#1–#2) " + "slow " * 100)
@@ -403,7 +352,7 @@ def test_cancelling_while_summarizing_ends_the_reply_without_a_summary():
 
 
 def test_the_final_answer_keeps_the_summary_without_the_lookup_guidance():
-    conversation, model = make(max_tool_calls=1)
+    conversation, model = summarizing_conversation(max_tool_calls=1)
     chat(conversation, model, *(filler(n) for n in range(4)))
     assert conversation.summary.covered_through
     model.enqueue('<tool_call>{"name": "clock", "arguments": {}}</tool_call>', "Done.")
@@ -415,14 +364,14 @@ def test_the_final_answer_keeps_the_summary_without_the_lookup_guidance():
 
 
 def test_the_history_tool_is_offered_only_with_earlier_messages():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     chat(conversation, model, ("hello", "hi"), ("again", "yes"))
     assert history_tool.NAME not in model.offered[0]
     assert history_tool.NAME in model.offered[1]
 
 
 def test_a_strong_match_in_a_covered_message_becomes_a_recall_hint():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     chat(conversation, model, ("Here is our compose file:\n" + compose_file(12), "Read it."),
          *(filler(n) for n in range(3)))
     assert conversation.summary.covered_through >= 2
@@ -439,7 +388,7 @@ def test_a_strong_match_in_a_covered_message_becomes_a_recall_hint():
 def test_a_recall_hint_never_quotes_an_earlier_question_for_a_new_one():
     """Shown "What is the capital of France?" beside "What is the capital of Japan?", the
     embedded model answered "Paris": a question holds no fact to recall."""
-    conversation, model = make(recent_exchanges=0)
+    conversation, model = summarizing_conversation(recent_exchanges=0)
     chat(conversation, model, ("What is the capital of France? " + "words " * 190, "Paris."),
          ("I parked the car on level 3, spot 42. " + "words " * 190, "Noted."),
          *(filler(n) for n in range(3)))
@@ -453,7 +402,7 @@ def test_a_recall_hint_never_quotes_an_earlier_question_for_a_new_one():
 
 
 def test_clear_forgets_the_summary_too():
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     chat(conversation, model, *(filler(n) for n in range(4)))
     assert conversation.summary.covered_through
     conversation.clear()
@@ -468,7 +417,7 @@ def test_summary_command_prints_the_summary_and_what_it_covers(command_output):
 
     from assistant.cli.chat import ChatSession
 
-    conversation, model = make()
+    conversation, model = summarizing_conversation()
     out = io.StringIO()
     session = ChatSession(conversation, interactive=False,
                           console=Console(file=out, highlight=False, markup=False, width=200))
@@ -485,7 +434,7 @@ def test_summary_command_prints_the_summary_and_what_it_covers(command_output):
 # -- how many earlier exchanges the model sees ------------------------------------------
 
 def test_a_model_shown_no_exchanges_sees_only_the_message_and_the_users_own_words():
-    conversation, model = make(recent_exchanges=0)
+    conversation, model = summarizing_conversation(recent_exchanges=0)
     chat(conversation, model, ("My name is Sam and I live in Lisbon.", "Nice to meet you."),
          ("Tell me a joke about penguins.", "Penguins wear tuxedos because they are cool."),
          *((f"Give me idea {n} for a garden.", f"Plant herbs, row {n}.") for n in range(8)),
@@ -501,7 +450,7 @@ def test_a_model_shown_no_exchanges_sees_only_the_message_and_the_users_own_word
 
 @pytest.mark.parametrize(("exchanges", "seen"), [(1, 1), (None, 2)])
 def test_the_model_sees_the_last_exchanges_it_is_set_to(exchanges, seen):
-    conversation, model = make(recent_exchanges=exchanges)
+    conversation, model = summarizing_conversation(recent_exchanges=exchanges)
     chat(conversation, model, ("First question?", "First answer."),
          ("Second question?", "Second answer."), ("Third question?", "Third answer."))
     users = [m.content for m in model.prompts[-1] if m.role == "user"]

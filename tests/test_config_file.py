@@ -4,7 +4,6 @@ environment and flags still win over it, and a bad file is one line and exit cod
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from assistant.cli.main import main
 from assistant.errors import ConfigError
+from tests.support.command_line import without_user_settings
 
 
 @dataclass
@@ -30,12 +30,10 @@ class Home:
 def home(tmp_path, monkeypatch) -> Home:
     """An empty home folder, no PARLEY_* variable set, and `parley chat` stopping once it
     has its settings."""
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     home = Home(tmp_path / "home")
     home.folder.mkdir()
-    monkeypatch.setenv("HOME", str(home.folder))
+    without_user_settings(monkeypatch, home.folder)
 
     def load_conversation(args, timers=None, max_messages=None, idle_summaries=False):
         home.seen.append(args)

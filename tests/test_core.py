@@ -5,7 +5,11 @@ from assistant.events import Error, ReplyDone, Sentence, TextDelta, ToolCall, To
 from assistant.tools import builtin_tools
 from models.base import CancelToken
 from models.errors import EngineError
-from tests.fakes import ScriptedChatModel, texts
+from tests.fakes import ScriptedChatModel
+
+
+def texts(events: list, kind: type) -> list[str]:
+    return [getattr(e, "text", getattr(e, "content", "")) for e in events if isinstance(e, kind)]
 
 
 def make(context_size: int = 8192, **settings) -> tuple[Conversation, ScriptedChatModel]:

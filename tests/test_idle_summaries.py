@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 from rich.console import Console
@@ -29,72 +26,20 @@ from assistant.workers import Worker
 from audio.files import write_wav
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from memory.summary import SUMMARIZER_SYSTEM, RunningSummary
-from models.base import CancelToken, Chunk, ModelCapabilities, PromptMessage, ToolSpec
-from tests.fakes import HUNG_S, ScriptedSpeechToText, ToneTextToSpeech, speechlike
-from tests.test_chat_memory import SummarizingModel, chat, filler
+from memory.summary import RunningSummary
+from models.base import CancelToken, PromptMessage
+from tests.fakes import HeldSummaries, ScriptedSpeechToText, SummarizingModel, ToneTextToSpeech
+from tests.support.clips import speechlike
+from tests.support.clocks import HUNG_S, wait_until
+from tests.support.conversations import chat, filler, idle_conversation
 
 RATE = 16000
 HELLO = 4000
 SUMMARY_EVENTS = (SummaryStarted, Summarized, SummaryFailed, SummaryCancelled)
 
 
-class HeldSummaries(SummarizingModel):
-    """Its first `hold` summary requests go on until Parley cancels them (the user came
-    first); later ones are written at once, a bullet per exchange."""
-
-    capabilities = ModelCapabilities(prefill=True, keeps_prompt_aside=True)
-
-    def __init__(self, hold: int = 0) -> None:
-        super().__init__(2048)
-        self.hold = hold
-        self.held = threading.Event()
-        """Set while a summary is being held."""
-        self.cancelled = 0
-        self.aside_now = False
-        self.asides: list[bool] = []
-        """For each summary: whether it was written aside (the prepared prompt kept)."""
-
-    @contextmanager
-    def aside(self) -> Iterator[None]:
-        self.aside_now = True
-        try:
-            yield
-        finally:
-            self.aside_now = False
-
-    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
-               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
-        if messages[0].content == SUMMARIZER_SYSTEM:
-            self.asides.append(self.aside_now)
-        if messages[0].content != SUMMARIZER_SYSTEM or not self.hold:
-            yield from super().stream(messages, tools, max_tokens, cancel)
-            return
-        self.hold -= 1
-        self.summary_requests.append(messages[1].content)
-        self.held.set()
-        deadline = time.monotonic() + HUNG_S  # only a hung test waits this long
-        while cancel is not None and not cancel.cancelled and time.monotonic() < deadline:
-            time.sleep(0.002)
-        self.held.clear()
-        self.cancelled += 1
-
-
-def idle_conversation(hold: int = 0) -> tuple[Conversation, HeldSummaries]:
-    model = HeldSummaries(hold)
-    settings = ReplySettings(answer_tokens=256, idle_summaries=True)
-    return Conversation(model, builtin_tools(), settings), model
-
-
 def kinds(events: list) -> list[type]:
     return [type(e) for e in events if isinstance(e, SUMMARY_EVENTS)]
-
-
-def wait_for(condition: Callable[[], object], what: str) -> None:
-    deadline = time.monotonic() + HUNG_S
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.002)
 
 
 def prompt_for(model: HeldSummaries, question: str) -> list[PromptMessage]:
@@ -131,7 +76,7 @@ def test_a_reply_while_the_summary_is_written_stops_it_and_goes_first_with_the_o
     cancel = CancelToken()
     worker = Worker(lambda: between.append(conversation.summarize_ahead(between.append,
                                                                         cancel)), "idle")
-    wait_for(model.held.is_set, "the summary began")
+    wait_until(model.held.is_set, "the summary began")
     cancel.cancel()  # the user spoke or typed
     assert worker.wait(HUNG_S)
     assert between == [SummaryStarted(), SummaryCancelled(), False]
@@ -178,11 +123,11 @@ def test_chat_at_a_terminal_writes_the_summary_while_the_user_types():
 
     def before(number: int) -> None:
         if number == 2:  # typed while the summary after reply 1 is being written
-            wait_for(model.held.is_set, "the summary after reply 1 began")
+            wait_until(model.held.is_set, "the summary after reply 1 began")
         elif number == 3:  # typed once the silence after reply 2 was used
-            wait_for(lambda: len(model.prefills) >= 2, "the work after reply 2 ended")
+            wait_until(lambda: len(model.prefills) >= 2, "the work after reply 2 ended")
         elif number:
-            wait_for(lambda: len(model.prefills) >= number, "the next prompt was prepared")
+            wait_until(lambda: len(model.prefills) >= number, "the next prompt was prepared")
 
     console = TypedConsole([filler(n)[0] for n in range(4)], before)
     assert ChatSession(conversation, interactive=True, console=console).run(io.StringIO()) == 0
@@ -230,7 +175,7 @@ def test_voice_writes_the_summary_after_a_reply_is_spoken_and_the_next_turn_stop
             loop.submit_text(filler(n)[0])
             assert loop.wait_replied(HUNG_S)
         # Reply 1 has been spoken and nothing waits: the summary is being written.
-        wait_for(model.held.is_set, "the summary after reply 1 began")
+        wait_until(model.held.is_set, "the summary after reply 1 began")
         loop.submit_text(filler(2)[0])  # the user comes first
         assert loop.wait_idle(HUNG_S)
         loop.submit_text(filler(3)[0])

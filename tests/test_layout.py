@@ -166,3 +166,17 @@ def test_the_events_reference_documents_every_event_and_its_fields():
         assert row is not None, kind.event_type
         for field in (f.name for f in dataclasses.fields(kind)):
             assert f"`{field}`" in row, (kind.event_type, field)
+
+
+def test_no_test_module_imports_another():
+    # What tests share lives in tests/support/ (and the stand-in engines in tests/fakes.py).
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):  # `from tests import test_x`, `from . …`
+                module = "tests." * (node.level > 0) + (node.module or "")
+                names = [module] + [f"{module.rstrip('.')}.{a.name}" for a in node.names]
+            else:
+                continue
+            assert not [n for n in names if n.startswith("tests.test_")], path.name

@@ -3,9 +3,7 @@ home-assistant-intents sentences; the model is a scripted stand-in that records 
 
 from __future__ import annotations
 
-import io
 import re
-import sys
 from datetime import date, datetime, timedelta
 
 import pytest
@@ -19,6 +17,8 @@ from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
+from tests.support.clocks import ManualClock
+from tests.support.command_line import piped, without_user_settings
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +26,12 @@ def matcher() -> IntentMatcher:
     return IntentMatcher()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def talk(matcher):
     """A conversation with local intents, the timer tool over timers on a clock the test
     moves, and a model that must not be asked unless a test expects it."""
     model = ScriptedChatModel()
-    clock = Clock()
+    clock = ManualClock()
     timers = Timers(clock, background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
@@ -216,7 +208,7 @@ def test_a_model_can_set_a_timer_through_the_same_tool(matcher):
     model = ScriptedChatModel()
     model.enqueue('<tool_call>{"name": "timer", "arguments": {"action": "start", '
                   '"seconds": 90, "name": "eggs"}}</tool_call>', "Done.")
-    timers = Timers(Clock(), background=False)
+    timers = Timers(ManualClock(), background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     conversation = Conversation(model, tools)  # no local intents: the model decides
@@ -229,7 +221,7 @@ def test_a_malformed_timer_call_is_an_error_result_not_a_crash(matcher):
     model = ScriptedChatModel()
     model.enqueue('<tool_call>{"name": "timer", "arguments": {"action": "explode"}}</tool_call>',
                   "Sorry.")
-    timers = Timers(Clock(), background=False)
+    timers = Timers(ManualClock(), background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     conversation = Conversation(model, tools)
@@ -256,16 +248,14 @@ def test_matching_never_fails_on_odd_input(matcher, text):
 
 @pytest.fixture(autouse=True)
 def plain_environment(monkeypatch):
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
-    for name in ("PARLEY_NO_LOCAL_INTENTS", "PARLEY_CONFIG", "PARLEY_MODEL_EXCHANGES"):
-        monkeypatch.delenv(name, raising=False)
+    without_user_settings(monkeypatch)
 
 
 def chat(monkeypatch, capsys, stdin: bytes, *argv: str) -> tuple[str, ScriptedChatModel]:
     model = ScriptedChatModel()
     model.enqueue("The model answered.")
     monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    piped(monkeypatch, stdin)
     assert main(["chat", *argv]) == 0
     return " ".join(capsys.readouterr().out.split()), model  # the terminal may wrap lines
 

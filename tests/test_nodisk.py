@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from tests.nodisk import changes_outside, traced
+from tests.support.nodisk import changes_outside, traced
 
 # Each line changes the file system in a different way; the proof must see every one.
 CHANGES = {

@@ -7,11 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audio.convert import AudioFormatError, PcmConverter, PcmFormat, samples_as_float
-
-
-def tone(rate: int, seconds: float = 0.5, hz: float = 440.0) -> np.ndarray:
-    t = np.arange(int(rate * seconds)) / rate
-    return (0.5 * np.sin(2 * np.pi * hz * t)).astype(np.float32)
+from tests.support.clips import sine
 
 
 def encoded(samples: np.ndarray, width: int, channels: int = 1) -> bytes:
@@ -41,14 +37,14 @@ def converted(data: bytes, source: PcmFormat, pieces: list[int] | None = None) -
 
 
 def test_16_khz_mono_16_bit_passes_through_unchanged():
-    pcm = (tone(16000) * 32767).astype(np.int16)
+    pcm = (sine(0.5, 16000).astype(np.float32) * 32767).astype(np.int16)
     assert np.array_equal(converted(pcm.tobytes(), PcmFormat(16000, 2, 1)), pcm)
 
 
 @pytest.mark.parametrize(("rate", "width", "channels"), [
     (44100, 4, 2), (8000, 1, 1), (48000, 3, 1), (22050, 2, 6), (16000, 1, 2)])
 def test_every_format_comes_out_as_the_same_16_khz_sound(rate, width, channels):
-    source = tone(rate)
+    source = sine(0.5, rate).astype(np.float32)
     out = converted(encoded(source, width, channels), PcmFormat(rate, width, channels))
     expected = soxr.resample(source, rate, 16000) if rate != 16000 else source
     assert abs(len(out) - len(expected)) <= 2  # half a second, whatever the rate
@@ -62,7 +58,7 @@ def test_every_format_comes_out_as_the_same_16_khz_sound(rate, width, channels):
 @given(st.lists(st.integers(0, 4000), max_size=8), st.sampled_from([
     PcmFormat(44100, 2, 2), PcmFormat(8000, 1, 1), PcmFormat(48000, 3, 1), PcmFormat(16000, 4, 3)]))
 def test_chunks_of_any_size_even_splitting_a_frame_convert_as_the_whole_does(pieces, source):
-    data = encoded(tone(source.rate, 0.3), source.width, source.channels)
+    data = encoded(sine(0.3, source.rate).astype(np.float32), source.width, source.channels)
     whole = converted(data, source)
     assert np.array_equal(converted(data, source, pieces), whole)
 

@@ -30,6 +30,7 @@ from memory.history import Message
 from memory.search import HistorySearch
 from models.base import TextChunk, ToolCallChunk
 from models.toolcalls import CLOSE, OPEN, ToolCallScanner, render_call
+from tests.support.command_line import without_user_settings
 
 # The machine is shared and noisy: no deadline; nothing saved into the repository.
 PROPERTY = settings(max_examples=100, deadline=None, database=None,
@@ -193,9 +194,7 @@ def chat_args(monkeypatch):
 
     monkeypatch.setattr(engines, "load_model", load_model)
     monkeypatch.setattr(engines, "load_local_intents", lambda args: None)
-    for name in [*ENV_NAMES, "PARLEY_CONFIG"]:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
+    without_user_settings(monkeypatch)
     return captured
 
 

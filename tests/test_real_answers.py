@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 
 from audio.files import write_wav
+from tests.support.nodisk import run_parley
 from tests.support.spoken import spoken_clip
-from tests.test_real_model import run_parley
 
 pytestmark = pytest.mark.real
 

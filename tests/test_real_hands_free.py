@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from audio.files import write_wav
-from tests.nodisk import changes_outside, run_parley
 from tests.support import espeak
+from tests.support.nodisk import changes_outside, run_parley
 
 pytestmark = pytest.mark.real
 

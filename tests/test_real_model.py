@@ -5,11 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from tests.nodisk import run_parley, written_outside
+from tests.support.nodisk import run_parley, written_outside
 
 pytestmark = pytest.mark.real
-
-__all__ = ["run_parley", "written_outside"]  # the real-engine tests' way to run `parley`
 
 
 def test_piped_chat_with_the_embedded_model_writes_nothing_to_disk(tmp_path):

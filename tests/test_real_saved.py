@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nodisk import changes_outside, run_parley
-from tests.test_saved_cli import rows
+from tests.support.nodisk import changes_outside, run_parley
+from tests.support.saved_files import rows
 
 pytestmark = pytest.mark.real
 

@@ -6,8 +6,8 @@ import jiwer
 import pytest
 
 from audio.files import write_wav
-from tests.nodisk import changes_outside, run_parley, written_outside
 from tests.support import speech_samples as samples
+from tests.support.nodisk import changes_outside, run_parley, written_outside
 
 pytestmark = pytest.mark.real
 

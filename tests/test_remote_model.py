@@ -1,5 +1,5 @@
 """The OpenAI-compatible backend against real HTTP servers on loopback: llama-cpp-python's
-own server, and the scripted one of `tests/test_remote_tools.py` for what SmolLM2 cannot
+own server, and the scripted one of `tests/support/remote_model.py` for what SmolLM2 cannot
 be made to do (fail in every way a server can, check a key, have no tokenizer)."""
 
 import json
@@ -24,19 +24,19 @@ from models.embedded import default_llm
 from models.errors import EngineError
 from models.openai_compat import OpenAIChatModel, RemoteModelError
 from models.openai_format import openai_messages
-from tests.fakes import untimed
-from tests.test_remote_tools import (
+from tests.support.remote_model import (
     WAIT_S,
     ScriptedServer,
+    chat_from_a_pipe,
     chunk,
     parley_chat,
-    piped,
     said,
     stall,
     status,
     stream,
     text,
 )
+from tests.support.transcripts import untimed
 
 
 def free_port() -> int:
@@ -116,7 +116,7 @@ def test_a_tool_result_in_the_history_reaches_llama_cpp_pythons_server(llama_ser
     # The local calculator leaves a call and its result in the history; the next message
     # sends them to the server as an assistant message with tool_calls. With null content
     # there, llama-cpp-python's server answered HTTP 500.
-    piped(monkeypatch, "what is 17 times 23\nName a fruit.\n/history\n")
+    chat_from_a_pipe(monkeypatch, "what is 17 times 23\nName a fruit.\n/history\n")
     assert main(["chat", "--llm-url", llama_server, "--ctx", "2048",
                  "--answer-tokens", "32"]) == 0
     out = capsys.readouterr().out

@@ -4,18 +4,18 @@ prints (or writes to `--out`), and clips timed into a reply with `during_reply_m
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from assistant.cli.main import main
 from audio.files import write_wav
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.clips import clip
+from tests.support.command_line import without_user_settings
 
 RATE = 16000
 HELLO, OVER = 4000, 12000
@@ -30,11 +30,6 @@ TURN_FIELDS = {"input", "heard", "reply", "events", "interrupted", "spoken_secon
 SPEECH_TIMINGS = {"end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms",
                   "first_audio_ms", "latency_ms"}
 BARGE_IN_TIMINGS = {"barge_in_detect_ms", "barge_in_stop_ms"}
-
-
-def clip(peak: int) -> np.ndarray:
-    silence = np.zeros(int(0.4 * RATE), dtype=np.int16)
-    return np.concatenate([silence, speechlike(1.0, peak), silence])
 
 
 @dataclass
@@ -55,14 +50,12 @@ class Replay:
 def parley_replay(tmp_path, monkeypatch, capsys) -> Replay:
     """Runs `parley replay --fast` on a session written into tmp_path/session; the language
     model answers from `replies`, speech-to-text hears SCRIPT, the voice is a tone."""
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
     (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no config file
+    without_user_settings(monkeypatch, tmp_path / "home")
     folder = tmp_path / "session"
     folder.mkdir()
-    write_wav(folder / "hello.wav", clip(HELLO), RATE)
-    write_wav(folder / "over.wav", clip(OVER), RATE)
+    write_wav(folder / "hello.wav", clip(1.0, HELLO), RATE)
+    write_wav(folder / "over.wav", clip(1.0, OVER), RATE)
     models: list[ScriptedChatModel] = []
 
     def run(turns: list[dict], replies: list[str], *flags: str) -> tuple[dict | None, str, str]:

@@ -4,7 +4,6 @@ and a real file, killed with SIGKILL in the middle of a reply; flags and bad fil
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import select
@@ -21,8 +20,10 @@ import pytest
 from assistant.cli.main import main
 from memory.store import check
 from tests.fakes import ScriptedChatModel
-from tests.test_saved_conversation import rows
-from tests.test_voice_cli import stand_in_speech, voice  # noqa: F401 (a fixture)
+from tests.support.command_line import chat_through_main
+from tests.support.saved_files import rows
+from tests.support.transcripts import HISTORY_TIME
+from tests.support.voice_command import stand_in_speech
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,8 +61,7 @@ def parley(stdin: str, *flags: str) -> subprocess.CompletedProcess:
                           capture_output=True, cwd=ROOT, env=clean_env(), timeout=120)
 
 
-HISTORY_LINE = re.compile(r"^#(\d+) (user|assistant)"
-                          r"(?:, \w{3} \d{1,2} \w{3}(?: \d{4})? \d\d:\d\d)?: (.*)$")
+HISTORY_LINE = re.compile(r"^#(\d+) (user|assistant)(?:" + HISTORY_TIME + r")?: (.*)$")
 
 
 def history_lines(out: str) -> list[tuple[int, str, str]]:
@@ -170,8 +170,9 @@ def test_a_file_that_stops_being_writable_is_said_once_and_the_chat_goes_on(tmp_
                     name.unlink()
             yield from super().stream(messages, tools, max_tokens, cancel)
 
-    out = chat(monkeypatch, capsys, Remover(), "hi\nremove the file\nstill here?\n/history\n",
-               "--save", str(path))
+    out = chat_through_main(monkeypatch, capsys, Remover(),
+                            "hi\nremove the file\nstill here?\n/history\n",
+                            "--no-local-intents", "--save", str(path))
     errors = [line for line in out.splitlines() if line.startswith("!")]
     assert errors == [f"! Saving to {path} stopped (the file was removed or replaced). The "
                       "conversation goes on in memory; what is said from now on is not saved."]
@@ -180,18 +181,6 @@ def test_a_file_that_stops_being_writable_is_said_once_and_the_chat_goes_on(tmp_
 
 
 # -- flags, and files it will not use -----------------------------------------------------
-
-
-def chat(monkeypatch, capsys, model, lines: str, *flags: str, code: int = 0) -> str:
-    """`parley chat FLAGS` in this process, stdin piped; stdout, or stderr if it failed."""
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(lines.encode())))
-    assert main(["chat", "--no-local-intents", *flags]) == code
-    captured = capsys.readouterr()
-    return captured.out if code == 0 else captured.err
 
 
 class NeverLoaded(ScriptedChatModel):
@@ -203,7 +192,8 @@ def test_save_never_overwrites_a_file(tmp_path, monkeypatch, capsys):
     path = tmp_path / "talk.parley"
     path.write_text("anything at all")
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))
-    err = chat(monkeypatch, capsys, None, "hi\n", "--save", str(path), code=2)
+    err = chat_through_main(monkeypatch, capsys, None, "hi\n", "--no-local-intents",
+                            "--save", str(path), code=2)
     assert err == (f"parley: {path} already exists; --resume {path} continues a saved "
                    "conversation, or give --save a new file\n")
     assert path.read_text() == "anything at all" and path.stat().st_mtime_ns == 1_000_000_000
@@ -218,7 +208,8 @@ def test_a_bad_file_to_resume_stops_parley_before_the_model_loads(tmp_path, monk
     db.close()
     before = path.read_bytes(), path.stat().st_mtime_ns
     monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: NeverLoaded())
-    err = chat(monkeypatch, capsys, None, "hi\n", "--resume", str(path), code=2)
+    err = chat_through_main(monkeypatch, capsys, None, "hi\n", "--no-local-intents",
+                            "--resume", str(path), code=2)
     assert err == (f"parley: {path} is not a Parley conversation (an SQLite database of "
                    "another program); pass another file\n")
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
@@ -256,7 +247,7 @@ def test_save_and_resume_are_flags_only(tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["parley.toml"]
 
 
-def test_voice_saves_and_resumes_the_same_way(tmp_path, voice, monkeypatch, capsys):  # noqa: F811
+def test_voice_saves_and_resumes_the_same_way(tmp_path, voice, monkeypatch, capsys):
     stand_in_speech(monkeypatch)
     path = tmp_path / "talk.parley"
     voice.model.enqueue("Hello.", "Hello again.")

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import io
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -21,29 +20,13 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from memory.store import ConversationStore
 from memory.summary import RunningSummary
-from tests.fakes import (
-    MicrophoneClock,
-    ScriptedChatModel,
-    ScriptedSpeechToText,
-    ToneTextToSpeech,
-    speechlike,
-)
-from tests.test_voice import wait_until
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.clips import silence, speechlike
+from tests.support.clocks import MicrophoneClock, wait_until
+from tests.support.saved_files import rows
 
-RATE = 16000
 FIRST, WHOLE = 4000, 8000
 SCRIPT = {FIRST: "Tell me about", WHOLE: "Tell me about the sea."}
-
-
-def rows(path: Path) -> list[tuple[int, str, str]]:
-    """What a second connection reads in the file now."""
-    # Read-only, and immutable when no -wal is there: looking leaves nothing beside it.
-    immutable = "" if Path(f"{path}-wal").exists() else "&immutable=1"
-    db = sqlite3.connect(f"file:{path}?mode=ro{immutable}", uri=True)
-    try:
-        return db.execute("SELECT seq, role, content FROM messages ORDER BY seq").fetchall()
-    finally:
-        db.close()
 
 
 def saved_conversation(path: Path, model: ScriptedChatModel,
@@ -150,10 +133,6 @@ class HeldModel(ScriptedChatModel):
         self.streaming.set()
         assert self.release.wait(30)
         yield from super().stream(messages, tools, max_tokens, cancel)
-
-
-def silence(seconds: float) -> np.ndarray:
-    return np.zeros(int(seconds * RATE), dtype=np.int16)
 
 
 def voice_room(conversation: SavedConversation):

@@ -37,9 +37,10 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from tests.nodisk import changes_outside, guarded_env, guarded_parley, traced
-from tests.serving import LOOPBACK, Server, environment, parley, serving
 from tests.support import speech_samples as samples
+from tests.support.clips import silence
+from tests.support.nodisk import changes_outside, guarded_env, guarded_parley, traced
+from tests.support.serving import LOOPBACK, Server, environment, parley, serving
 
 pytestmark = pytest.mark.real
 
@@ -269,10 +270,6 @@ def converted(pcm16: np.ndarray, rate: int, width: int, channels: int) -> Pcm:
     return Pcm(frames.tobytes(), rate, width, channels)
 
 
-def silence(seconds: float) -> Pcm:
-    return Pcm(bytes(int(seconds * RATE) * 2), RATE, 2, 1)
-
-
 def heard(transcript: Transcript) -> str:
     return transcript.text.lower()
 
@@ -370,7 +367,8 @@ def test_a_recording_is_transcribed_in_whatever_format_it_is_sent(server, record
 
 def test_silence_is_transcribed_as_no_text(server):
     # Without the transcribe event, which is optional.
-    assert asyncio.run(transcribe(server, silence(2.0), announce=False)).text == ""
+    assert asyncio.run(transcribe(server, converted(silence(2.0), RATE, 2, 1),
+                                  announce=False)).text == ""
 
 
 # -- text-to-speech ------------------------------------------------------------------------

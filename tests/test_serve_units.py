@@ -12,6 +12,7 @@ from assistant.serve.conversations import Conversations, ConversationsBusy, conv
 from assistant.serve.engines import Engines
 from assistant.serve.wire import MAX_DATA_BYTES, MAX_LINE_BYTES, ClientError, read_event
 from models.speech import TextToSpeech
+from tests.support.clocks import ManualClock
 
 
 def read(raw: bytes):
@@ -60,16 +61,8 @@ def test_what_is_not_an_event_or_too_large_is_a_fatal_client_error(raw, code):
     assert caught.value.event().data["code"] == code
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def pool(most: int = 3, idle: float = 60.0) -> tuple[Conversations, Clock]:
-    clock = Clock()
+def pool(most: int = 3, idle: float = 60.0) -> tuple[Conversations, ManualClock]:
+    clock = ManualClock(start=0.0)
     return Conversations(lambda: object(), most, idle, clock), clock  # type: ignore[arg-type]
 
 

@@ -4,7 +4,6 @@ bad values give one line and exit code 2; `--debug` shows a bug's traceback on s
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from assistant.conversation import Conversation
 from assistant.errors import ConfigError
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
+from tests.support.command_line import without_user_settings
 
 
 @pytest.fixture
@@ -29,9 +29,7 @@ def seen(monkeypatch):
         raise ConfigError("stopped by the test")
 
     monkeypatch.setattr("assistant.cli.engines.load_conversation", load_conversation)
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
+    without_user_settings(monkeypatch)
     return captured
 
 

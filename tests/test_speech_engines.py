@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import soxr
 
-from audio import samples as speech_samples
 from models.speech import STT_SAMPLE_RATE, SpeechEngineError, Transcript
+from tests.support import speech_samples
 
 RATE = STT_SAMPLE_RATE
 real = pytest.mark.real

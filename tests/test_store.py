@@ -17,18 +17,10 @@ import pytest
 from memory.history import History, Message
 from memory.store import APPLICATION_ID, ConversationStore, StoreError, check
 from memory.summary import RunningSummary
+from tests.support.saved_files import rows
 
 BERLIN_WINTER = timezone(timedelta(hours=1))
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def read_back(path: Path) -> list[tuple]:
-    """The messages table as a second, independent connection sees it now."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT seq, role, content FROM messages ORDER BY seq").fetchall()
-    finally:
-        db.close()
 
 
 def saved(path: Path, *texts: str) -> None:
@@ -91,20 +83,20 @@ def test_each_change_is_committed_as_it_happens(tmp_path):
     store = ConversationStore.create(path)
     history = History(listener=store)
     history.add("user", "first")
-    assert read_back(path) == [(1, "user", "first")]  # before anything else happens
+    assert rows(path) == [(1, "user", "first")]  # before anything else happens
     history.add("assistant", "a reply that will be cut short")
     history.replace_content(2, "a reply [interrupted]")
-    assert read_back(path)[-1] == (2, "assistant", "a reply [interrupted]")
+    assert rows(path)[-1] == (2, "assistant", "a reply [interrupted]")
     history.add("user", "a message whose reply is cancelled")
     history.remove_from(3)
-    assert [row[0] for row in read_back(path)] == [1, 2]
+    assert [row[0] for row in rows(path)] == [1, 2]
     history.add("user", "numbered again as 3")
     history.keep_last(1)  # memory only: the file keeps everything
-    assert [row[0] for row in read_back(path)] == [1, 2, 3]
+    assert [row[0] for row in rows(path)] == [1, 2, 3]
     history.clear()
-    assert read_back(path) == []
+    assert rows(path) == []
     history.add("user", "a new start")
-    assert read_back(path) == [(1, "user", "a new start")]
+    assert rows(path) == [(1, "user", "a new start")]
     store.close()
 
 

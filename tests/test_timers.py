@@ -5,14 +5,7 @@ import threading
 import pytest
 
 from assistant.timers import MAX_SECONDS, Timer, TimerError, Timers, cancelled_line
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clocks import ManualClock
 
 
 def test_the_background_thread_announces_a_timer_once_it_ends():
@@ -35,7 +28,7 @@ def test_the_background_thread_announces_a_timer_once_it_ends():
 
 
 def test_a_paused_timer_does_not_go_off_and_resumes_with_what_was_left():
-    clock = FakeClock()
+    clock = ManualClock()
     ended: list[Timer] = []
     timers = Timers(clock=clock, on_finished=ended.append, background=False)
     timer = timers.start(60)
@@ -52,7 +45,7 @@ def test_a_paused_timer_does_not_go_off_and_resumes_with_what_was_left():
 
 
 def test_several_timers_end_in_the_order_they_are_due():
-    clock = FakeClock()
+    clock = ManualClock()
     timers = Timers(clock=clock, background=False)
     long = timers.start(300, "pasta")
     short = timers.start(60, "eggs")
@@ -62,7 +55,7 @@ def test_several_timers_end_in_the_order_they_are_due():
 
 
 def test_removing_more_time_than_is_left_ends_it_now_and_adding_is_capped():
-    clock = FakeClock()
+    clock = ManualClock()
     timers = Timers(clock=clock, background=False)
     timer = timers.start(120)
     with pytest.raises(TimerError, match="24 hours"):
@@ -72,7 +65,7 @@ def test_removing_more_time_than_is_left_ends_it_now_and_adding_is_capped():
 
 
 def test_closing_returns_the_running_timers_and_stops_the_thread():
-    clock = FakeClock()
+    clock = ManualClock()
     timers = Timers(clock=clock)
     timers.start(3600)
     timers.start(90, "bread")

@@ -6,7 +6,7 @@ import sys
 import pexpect
 import pytest
 
-from tests.fakes import HISTORY_TIME
+from tests.support.transcripts import HISTORY_TIME
 
 pytestmark = pytest.mark.real
 

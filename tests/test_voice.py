@@ -11,63 +11,29 @@ from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.replay import SessionError, load_session, replay, session_json
 from assistant.voice.turns import VoiceSettings
-from audio.files import write_wav
 from audio.memory_out import MemorySpeaker
-from audio.segmenter import Segmenter, SegmenterSettings
+from audio.segmenter import Segmenter
 from tests.fakes import (
-    HUNG_S,
     HearsWordsInAnything,
-    MicrophoneClock,
     ScriptedChatModel,
     ScriptedSpeechToText,
     ToneTextToSpeech,
-    speechlike,
 )
-from tests.voice_harness import run_turns
+from tests.support.clips import clip
+from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.conversations import filler, summarizing_conversation
+from tests.support.voice_harness import run_turns
+from tests.support.voice_sessions import (
+    HELLO,
+    SCRIPT,
+    STOP,
+    TIME,
+    make_loop,
+    run_session,
+    write_session,
+)
 
 RATE = 16000
-HELLO, TIME, STOP = 4000, 8000, 12000
-SCRIPT = {HELLO: "Hello there, Parley.", TIME: "What is six times seven?",
-          STOP: "Stop, that is enough."}
-
-
-def clip(seconds: float, peak: int) -> np.ndarray:
-    silence = np.zeros(int(0.4 * RATE), dtype=np.int16)
-    return np.concatenate([silence, speechlike(seconds, peak), silence])
-
-
-def write_session(folder, turns: list[dict], clips: dict[str, np.ndarray]):
-    for name, pcm in clips.items():
-        write_wav(folder / name, pcm, RATE)
-    path = folder / "session.json"
-    path.write_text(json.dumps({"turns": turns}))
-    return path
-
-
-def make_loop(model, barge_in=False, max_utterance_s=20.0, ms_per_char=50.0,
-              realtime=False, settings=None, keep_audio=False, stt=None, clock=None,
-              speculative_reply=True):
-    conversation = Conversation(model, builtin_tools(), settings or ReplySettings())
-    stt = stt or ScriptedSpeechToText(SCRIPT)
-    tts = ToneTextToSpeech(ms_per_char)
-    segmenter = Segmenter(SegmenterSettings(max_utterance_s=max_utterance_s))
-    timing = {} if clock is None else {"clock": clock}
-    loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=realtime, **timing),
-                     segmenter, VoiceSettings(barge_in=barge_in, echo_tail_ms=100,
-                                              speculative_reply=speculative_reply),
-                     keep_audio=keep_audio, **timing)
-    return loop, stt, tts
-
-
-def run_session(tmp_path, model, turns, clips, fast=True, **loop_options):
-    path = write_session(tmp_path, turns, clips)
-    loop, stt, tts = make_loop(model, **loop_options)
-    session = load_session(path)
-    try:
-        produced = replay(loop, session, fast=fast, timeout_s=60)
-    finally:
-        loop.close()
-    return session_json(loop, session, produced), loop, stt, tts
 
 
 def test_a_spoken_session_is_heard_answered_with_tools_and_spoken(tmp_path):
@@ -167,13 +133,6 @@ def test_an_utterance_longer_than_the_maximum_is_cut_not_lost(tmp_path):
     # Both parts together hold the whole clip's speech.
     assert sum(stt.heard[-2:]) >= 2.6 * RATE
     assert [m["role"] for m in report["messages"]] == ["user", "assistant"] * 2
-
-
-def wait_until(condition, what: str) -> None:
-    deadline = time.monotonic() + HUNG_S
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.005)
 
 
 def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
@@ -307,9 +266,7 @@ def test_between_turns_the_next_prompt_beginning_is_prepared():
 
 
 def test_voice_summarizes_what_no_longer_fits_and_passes_the_summary_on(tmp_path):
-    from tests.test_chat_memory import filler, make
-
-    conversation, model = make(idle_summaries=True)  # as voice mode builds it
+    conversation, model = summarizing_conversation(idle_summaries=True)  # as voice builds it
     stt, tts = ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(5)
     loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False), Segmenter(),
                      VoiceSettings(echo_tail_ms=0))

@@ -8,108 +8,13 @@ checked is the command's own wiring; tests/test_voice_terminal.py runs it on rea
 
 from __future__ import annotations
 
-import os
-import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from assistant.cli.main import main
 from assistant.tools import RESULT_CUT_NOTE as CUT_NOTE
-from assistant.voice.loop import VoiceLoop
-from audio.memory_out import MemorySpeaker
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, untimed
-
-
-class SilentMicrophone:
-    """A microphone that works and hears nothing."""
-
-    def __init__(self, device=None, *args, **kwargs) -> None:
-        self.device = device
-
-    def start(self) -> None:
-        pass
-
-    def read(self, timeout: float):
-        time.sleep(timeout)
-        return None
-
-    def reopen(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class Typed:
-    """What the user types, one line at a time once the previous reply has been spoken
-    (a person reads the answer before typing the next line); then Ctrl-D."""
-
-    def __init__(self, lines: list[str], loops: list[VoiceLoop]) -> None:
-        self.lines = list(lines)
-        self.loops = loops
-        self.ended = False
-
-    def readline(self) -> str:
-        assert not self.ended, "parley voice went on reading after Ctrl-D"
-        if self.loops:
-            assert self.loops[0].wait_idle(60), "a reply never finished"
-        if not self.lines:
-            self.ended = True
-            return ""
-        return self.lines.pop(0) + "\n"
-
-    def isatty(self) -> bool:
-        return False
-
-
-@dataclass
-class VoiceCommand:
-    model: ScriptedChatModel
-    loops: list[VoiceLoop] = field(default_factory=list)
-
-    @property
-    def loop(self) -> VoiceLoop:
-        assert len(self.loops) == 1, "parley voice built no voice loop"
-        return self.loops[0]
-
-    def run(self, monkeypatch, argv: list[str], typed: list[str] = ()) -> int:
-        monkeypatch.setattr(sys, "stdin", Typed(list(typed), self.loops))
-        return main(argv)
-
-
-@pytest.fixture
-def voice(monkeypatch) -> VoiceCommand:
-    """`parley voice` with stand-in sound devices and language model; the real settings,
-    conversation, segmenter, voice loop and (unless a test replaces them) speech engines."""
-    for name in [name for name in os.environ if name.startswith("PARLEY_")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", "/nonexistent")  # no ~/.config/parley/config.toml
-    monkeypatch.setenv("COLUMNS", "300")  # /history lines stay whole
-    command = VoiceCommand(ScriptedChatModel())
-
-    class RecordedLoop(VoiceLoop):
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            command.loops.append(self)
-
-    monkeypatch.setattr("assistant.voice.loop.VoiceLoop", RecordedLoop)
-    monkeypatch.setattr("audio.devices.find_device", lambda spec, kind, devices=None: None)
-    monkeypatch.setattr("audio.capture.Microphone", SilentMicrophone)
-    monkeypatch.setattr("audio.playback.Speaker", lambda device=None, **_: MemorySpeaker())
-    # It moves file descriptor 2, which belongs to pytest here.
-    monkeypatch.setattr("assistant.cli.voice.quiet_native_stderr", lambda: None)
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: command.model)
-    return command
-
-
-def stand_in_speech(monkeypatch) -> None:
-    monkeypatch.setattr("assistant.cli.engines.load_stt",
-                        lambda args: ScriptedSpeechToText({4000: "hello"}))
-    monkeypatch.setattr("assistant.cli.engines.load_tts",
-                        lambda args: ToneTextToSpeech(ms_per_char=1.0))
+from tests.support.transcripts import untimed
+from tests.support.voice_command import stand_in_speech
 
 
 @pytest.fixture

@@ -16,21 +16,22 @@ import numpy as np
 import pexpect
 import pytest
 
-from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
 from tests.support import espeak
-from tests.test_voice_live import (
+from tests.support.clips import silence
+from tests.support.live_voice import (
     full_history,
     quit_cleanly,
     spawn_voice,
     wait_until_quiet,
     wait_until_speaking,
 )
+from tests.support.sound_server import MIC_RATE, SoundServer, running_sound_server
 
 pytestmark = pytest.mark.real
 
 ECHO_GAIN_DB = -6.0
 ECHO_DELAY_MS = 80
-SILENCE = np.zeros(MIC_RATE // 2, dtype=np.int16)
+SILENCE = silence(0.5)
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,21 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
-import pexpect
 import pytest
 
 from audio.chime import NOTE_SECONDS, NOTES_HZ
-from tests.fakes import HISTORY_TIME
-from tests.soundserver import MIC_RATE, SoundServer, running_sound_server
 from tests.support import speech_samples as samples
+from tests.support.clips import recorded_speech, silence
+from tests.support.live_voice import (
+    full_history,
+    quit_cleanly,
+    spawn_voice,
+    wait_for_history,
+    wait_until_quiet,
+    wait_until_speaking,
+)
+from tests.support.sound_server import SoundServer, running_sound_server
+from tests.support.transcripts import HISTORY_TIME
 
 pytestmark = pytest.mark.real
 
@@ -26,70 +34,10 @@ def server() -> Iterator[SoundServer]:
         yield srv
 
 
-def spawn_voice(server: SoundServer, *flags: str) -> pexpect.spawn:
-    env = dict(os.environ, **server.env, PYTHONDONTWRITEBYTECODE="1", TERM="dumb",
-               COLUMNS="200")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "assistant", "voice", "--input-device", "pulse", "--output-device", "pulse",
-         "--ctx", "2048", "--answer-tokens", "40", *flags],
-        env=env, encoding="utf-8", timeout=120, dimensions=(50, 250))
-    child.expect("Parley is listening")
-    return child
-
-
-def speech() -> tuple[np.ndarray, str]:
-    sample = samples.librivox()[1]  # "he was not an ill disposed young man"
-    silence = np.zeros(samples.SAMPLE_RATE, dtype=np.int16)
-    return np.concatenate([silence, sample.pcm, silence, silence]), sample.transcript
-
-
-def wait_for_history(child: pexpect.spawn, pattern: str, tries: int = 60) -> None:
-    """Ask /history until `pattern` shows (the reply being spoken may not be done yet)."""
-    for _ in range(tries):
-        child.sendline("/history")
-        if child.expect([pattern, pexpect.TIMEOUT], timeout=2) == 0:
-            return
-    raise AssertionError(f"{pattern!r} never showed in /history")
-
-
-def wait_until_speaking(recording, within: float = 60.0) -> None:
-    """Until the speaker's monitor carries Parley's voice (a busy machine may take a while
-    between the reply's first words on screen and its first audio)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        played = recording.samples
-        if played.size and np.abs(played[-MIC_RATE // 2:]).max() > 100:
-            return
-        time.sleep(0.05)
-    raise AssertionError("Parley never started speaking")
-
-
-def wait_until_quiet(recording, quiet_s: float = 1.0, within: float = 60.0) -> None:
-    """Until the speaker's monitor has carried nothing for `quiet_s` (the end of a reply
-    reaches the speaker a little after the reply is in the history)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        played = recording.samples
-        tail = played[-int(MIC_RATE * quiet_s):]
-        if tail.size >= int(MIC_RATE * quiet_s) and np.abs(tail).max() <= 100:
-            recording.stop()
-            return
-        time.sleep(0.05)
-    raise AssertionError("Parley never stopped speaking")
-
-
-def quit_cleanly(child: pexpect.spawn) -> None:
-    child.sendline("/quit")
-    child.expect(pexpect.EOF, timeout=30)
-    # Its exit, however long a busy machine takes (close() would kill it after 0.1 s).
-    assert child.wait() == 0, f"ended by signal {child.signalstatus}: {child.before[-500:]!r}"
-
-
 def test_hands_free_hears_the_microphone_and_speaks_through_the_speaker(server):
     child = spawn_voice(server)
     try:
-        pcm, transcript = speech()
+        pcm, transcript = recorded_speech()
         recording = server.record_monitor()
         server.feed(pcm)
         child.expect(r"you: ([^\r\n]+)")
@@ -109,28 +57,16 @@ def test_hands_free_hears_the_microphone_and_speaks_through_the_speaker(server):
         child.close(force=True)
 
 
-def full_history(child: pexpect.spawn) -> dict[int, str]:
-    """Every message of the conversation now, by number, from a complete /history listing
-    (the /help that follows it marks where the listing ended)."""
-    child.sendline("/history")
-    child.sendline("/help")
-    child.expect("Commands:")
-    listed = re.findall(r"^#(\d+) (\w+(?: \(\w+\))?)(?:" + HISTORY_TIME + r")?: ([^\r\n]*)",
-                        child.before, re.MULTILINE)
-    return {int(seq): f"{who}: {text}" for seq, who, text in listed}
-
-
 def test_push_to_talk_listens_only_after_enter(server):
     child = spawn_voice(server, "--push-to-talk")
     try:
         child.logfile_read = log = io.StringIO()
         before = samples.commands()[-1]  # "go forward ten meters"
-        silence = np.zeros(samples.SAMPLE_RATE, dtype=np.int16)
-        server.feed(np.concatenate([silence, before.pcm, silence, silence]))
+        server.feed(np.concatenate([silence(1.0), before.pcm, silence(2.0)]))
         server.wait_fed()  # said before Enter: it must not be heard
         child.sendline("")
         child.expect("Listening")
-        pcm, _ = speech()  # "he was not an ill disposed young man"
+        pcm, _ = recorded_speech()  # "he was not an ill disposed young man"
         server.feed(pcm)
         wait_for_history(child, r"#\d+ user" + HISTORY_TIME + r": [^\r\n]*young man")
         # Turns are answered in the order they were said: had the words before Enter been
@@ -157,7 +93,7 @@ def test_a_vanished_microphone_keeps_the_conversation_and_listening_resumes(serv
         child.expect(r"#1 user" + HISTORY_TIME + r": Remember the word lighthouse\.")
         server.restart()
         child.expect("Listening again", timeout=30)
-        pcm, _ = speech()
+        pcm, _ = recorded_speech()
         server.feed(pcm)
         child.expect(r"you: ([^\r\n]+)", timeout=60)
         assert "young man" in child.match.group(1).lower()
@@ -187,7 +123,7 @@ def test_barge_in_through_the_real_devices_stops_the_reply(server):
         child.sendline("Tell me a long story about a lighthouse keeper and the sea.")
         child.expect(r"\w+ \w+ \w+ \w+")  # the reply is being written
         wait_until_speaking(recording)  # the user talks over Parley's voice, not its thinking
-        pcm, _ = speech()
+        pcm, _ = recorded_speech()
         server.feed(pcm)  # the user talks over Parley
         child.expect(r"Stopped after (\d+\.\d) s of speech", timeout=60)
         assert float(child.match.group(1)) > 0  # it was heard for a while, then stopped

@@ -7,11 +7,12 @@ import numpy as np
 import pexpect
 import pytest
 
-from tests.fakes import HISTORY_TIME
-from tests.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
-from tests.soundserver import SoundServer, running_sound_server
 from tests.support import espeak
-from tests.test_voice_live import speech, wait_for_history
+from tests.support.clips import recorded_speech
+from tests.support.live_voice import wait_for_history
+from tests.support.nodisk import JACK_METADATA, changes_outside, guarded_env, guarded_parley, traced
+from tests.support.sound_server import SoundServer, running_sound_server
+from tests.support.transcripts import HISTORY_TIME
 
 pytestmark = pytest.mark.real
 
@@ -36,7 +37,7 @@ def test_a_spoken_and_typed_voice_session_writes_nothing_to_disk(server, tmp_pat
                           dimensions=(50, 250))
     try:
         child.expect("Parley is listening")
-        pcm, _ = speech()
+        pcm, _ = recorded_speech()
         if hands_free:  # the wake word first, then the same speech
             pcm = np.concatenate([espeak.espeak("Okay Nabu."), pcm])
         server.feed(pcm)

@@ -14,24 +14,15 @@ from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from tests.fakes import (
-    MicrophoneClock,
-    ScriptedChatModel,
-    ScriptedSpeechToText,
-    ToneTextToSpeech,
-    speechlike,
-)
-from tests.test_voice import HELLO, TIME, clip, run_session, wait_until
-from tests.voice_harness import run_turns
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.clips import RATE, clip, silence, speechlike
+from tests.support.clocks import MicrophoneClock, wait_until
+from tests.support.voice_harness import run_turns
+from tests.support.voice_sessions import HELLO, TIME, run_session
 
-RATE = 16000
 FIRST, WHOLE = 4000, 8000
 """The clip's peak says what it says: the words before the pause, and all of them."""
 SCRIPT = {FIRST: "Set a timer for ten minutes.", WHOLE: "Tell me about the sea."}
-
-
-def silence(seconds: float) -> np.ndarray:
-    return np.zeros(int(seconds * RATE), dtype=np.int16)
 
 
 class Room:

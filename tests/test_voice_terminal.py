@@ -17,13 +17,14 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.fakes import HISTORY_TIME
-from tests.soundserver import SoundServer, running_sound_server
+from tests.support import speech_samples as samples
+from tests.support.clips import recorded_speech
+from tests.support.live_voice import ended_cleanly, wait_for_history
+from tests.support.serving import parley
+from tests.support.sound_server import SoundServer, running_sound_server
+from tests.support.transcripts import HISTORY_TIME
 
 pytestmark = pytest.mark.real
-
-PARLEY = Path(sys.executable).with_name("parley")
-"""The installed command the user types; `python -m assistant` where it is not installed."""
 
 SMALL = ("--ctx", "2048", "--answer-tokens", "40")
 """Top-level settings (no command given), so the model's prompt stays small."""
@@ -60,10 +61,6 @@ def environment(**extra: str) -> dict[str, str]:
     return dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TERM="dumb", COLUMNS="200", **extra)
 
 
-def parley(*args: str) -> list[str]:
-    return [str(PARLEY), *args] if PARLEY.exists() else [sys.executable, "-m", "assistant", *args]
-
-
 def spawn(command: list[str], env: dict[str, str]) -> pexpect.spawn:
     return pexpect.spawn(command[0], command[1:], env=env, encoding="utf-8", timeout=120,
                          dimensions=(50, 250))
@@ -74,23 +71,14 @@ def no_microphone_env(tmp_path: Path) -> dict[str, str]:
     return environment(PULSE_SERVER=f"unix:{tmp_path}/no-such-socket")
 
 
-def ended_cleanly(child: pexpect.spawn) -> None:
-    child.expect(pexpect.EOF, timeout=30)
-    # Its exit, however long a busy machine takes (close() would kill it after 0.1 s).
-    assert child.wait() == 0, f"ended by signal {child.signalstatus}: {child.before[-500:]!r}"
-
-
 def test_bare_parley_at_a_terminal_with_a_microphone_starts_voice_and_ctrl_d_ends_it(server):
-    from tests.support import speech_samples as samples
-    from tests.test_voice_live import speech, wait_for_history
-
     if not samples.available():
         pytest.skip(samples.missing_reason())
     child = spawn(parley(*SMALL), environment(**server.env))
     try:
         started = child.expect(["Parley is listening. Speak when you like", "you> "])
         assert started == 0 and "starting text chat" not in child.before, child.before
-        pcm, _ = speech()
+        pcm, _ = recorded_speech()
         server.feed(pcm)  # it hears the microphone: this is voice, not text chat
         child.expect(r"you: ([^\r\n]+)")
         assert "young man" in child.match.group(1).lower()

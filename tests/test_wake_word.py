@@ -24,9 +24,10 @@ from audio.wakeword import (
     find_wake_word,
     wake_words,
 )
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech, speechlike
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support import espeak
 from tests.support import speech_samples as samples
+from tests.support.clips import silence, speechlike
 
 RATE = 16000
 REQUEST, FOLLOW_UP = 8000, 12000
@@ -42,10 +43,6 @@ def okay_nabu() -> np.ndarray:
         pytest.skip(reason)
     pcm = espeak.espeak("Okay Nabu").astype(np.float64)
     return (pcm * (2000 / np.abs(pcm).max())).astype(np.int16)
-
-
-def silence(seconds: float) -> np.ndarray:
-    return np.zeros(int(seconds * RATE), dtype=np.int16)
 
 
 def detections(detector: WakeWordDetector, pcm: np.ndarray,

@@ -28,15 +28,10 @@ from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from models.speech import SpeechToText, TextToSpeech
-from tests.fakes import (
-    HUNG_S,
-    MicrophoneClock,
-    ScriptedChatModel,
-    ScriptedSpeechToText,
-    ToneTextToSpeech,
-)
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.clips import RATE
+from tests.support.clocks import HUNG_S, MicrophoneClock
 
-RATE = 16000
 TRAILING_SILENCE_S = 1.5
 """Fed after each clip, so the segmenter hears the end of speech (as replay does)."""
 
