@@ -29,7 +29,7 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from models.speech import SpeechToText, TextToSpeech
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
-from tests.support.clips import RATE
+from tests.support.clips import silence
 from tests.support.clocks import HUNG_S, MicrophoneClock
 
 TRAILING_SILENCE_S = 1.5
@@ -108,13 +108,13 @@ def run_turns(
             if isinstance(turn, str):
                 loop.submit_text(turn)
             else:
-                silence = np.zeros(int(TRAILING_SILENCE_S * RATE), dtype=np.int16)
-                clock.feed(loop.feed_audio, np.concatenate([turn, silence]))
+                clock.feed(loop.feed_audio,
+                           np.concatenate([turn, silence(TRAILING_SILENCE_S)]))
                 loop.stop_listening()  # a clip cut short still counts
             assert loop.wait_idle(HUNG_S), f"turn {number} was never answered"
             # The echo tail passes as the microphone goes on (the clock is its samples).
             while not loop.quiet:
-                clock.feed(loop.feed_audio, np.zeros(RATE * 30 // 1000, dtype=np.int16))
+                clock.feed(loop.feed_audio, silence(0.03))
         loop.end_of_input()
     finally:
         assert loop.close(HUNG_S), "the reply worker never ended"
