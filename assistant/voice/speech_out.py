@@ -150,7 +150,6 @@ class SpokenReply:
                     if self.first_audio_at is None:
                         self.first_audio_at = self.clock()
                     self.output.play(chunk, self.tts.sample_rate)
-                    self.first_audio.set()
                     self.on_audio(chunk)
                     if spoken is None:  # a sentence may come back in several chunks
                         spoken = SpokenSentence(item, seconds)
@@ -158,6 +157,9 @@ class SpokenReply:
                         self.on_sentence(spoken)
                     else:
                         spoken.seconds += seconds
+                    # Set once the sentence is shown as spoken: the reply that waits for it
+                    # goes on after, so its events come in one order on every run.
+                    self.first_audio.set()
             except Exception as exc:  # speech failed: the text reply still stands
                 if not isinstance(exc, EngineError | AudioError):
                     log.exception("speaking a sentence failed")
