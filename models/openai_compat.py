@@ -21,6 +21,9 @@ from models.errors import EngineError
 from models.openai_format import openai_messages, tool_schemas
 from models.toolcalls import ToolCallScanner, parse_call
 
+TOOL_CHOICE_WORDS = ("auto", "required", "none")
+"""OpenAI's `tool_choice` keywords; any other choice names the tool the server must call."""
+
 # Without a tokenize endpoint, count a token per 3 characters: English averages about
 # 4 characters a token, so this overestimates and the prompt still fits.
 CHARS_PER_TOKEN_ESTIMATE = 3
@@ -37,8 +40,12 @@ class OpenAIChatModel(ChatModel):
     Parley can neither fill ahead nor keep aside."""
 
     def __init__(self, url: str, model_name: str = "default", api_key: str | None = None,
-                 context_size: int = 8192, timeout: float = 120.0) -> None:
+                 context_size: int = 8192, timeout: float = 120.0,
+                 tool_choice: str | None = None) -> None:
         self.url = url.rstrip("/")
+        self.tool_choice = tool_choice
+        """Sent as `tool_choice` with the tools: a keyword, or the name of the tool the
+        server must call (llama-cpp-python's server calls a tool only when named)."""
         self.name = model_name
         self.context_size = context_size
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -108,6 +115,9 @@ class OpenAIChatModel(ChatModel):
                       "stream_options": {"include_usage": True}}
         if tools:
             body["tools"] = tool_schemas(tools)
+            choice = self._tool_choice(tools)
+            if choice is not None:
+                body["tool_choice"] = choice
         scanner = ToolCallScanner()
         calls: dict[int, dict] = {}
         usage = None
@@ -132,7 +142,11 @@ class OpenAIChatModel(ChatModel):
                         for call in delta.get("tool_calls") or []:
                             slot = calls.setdefault(call.get("index", 0), {"name": "", "args": ""})
                             function = call.get("function") or {}
-                            slot["name"] += function.get("name") or ""
+                            # llama-cpp-python repeats the whole name in every delta;
+                            # others send it once (or in pieces).
+                            name = function.get("name") or ""
+                            if name != slot["name"]:
+                                slot["name"] += name
                             slot["args"] += function.get("arguments") or ""
         except httpx.HTTPError as exc:
             raise self._failure(exc) from exc
@@ -146,6 +160,15 @@ class OpenAIChatModel(ChatModel):
             self.overhead_tokens(tools) + sum(self.count_tokens(m) for m in messages)))
         yield UsageChunk(prompt_tokens, prompt_tokens,
                          int((usage or {}).get("completion_tokens", completion)))
+
+    def _tool_choice(self, tools: Sequence[ToolSpec]) -> str | dict | None:
+        """The `tool_choice` of a request offering `tools`; a named tool not among them
+        (conversation_history before there is a history) is not asked for."""
+        if self.tool_choice is None or self.tool_choice in TOOL_CHOICE_WORDS:
+            return self.tool_choice
+        if any(tool.name == self.tool_choice for tool in tools):
+            return {"type": "function", "function": {"name": self.tool_choice}}
+        return None
 
     # -- failures ----------------------------------------------------------------
     def _failure(self, exc: httpx.HTTPError) -> RemoteModelError:

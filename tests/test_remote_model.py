@@ -5,14 +5,11 @@ be made to do (fail in every way a server can, check a key, have no tokenizer)."
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from assistant.cli.main import main
@@ -20,10 +17,10 @@ from assistant.conversation import Conversation
 from assistant.events import ReplyDone
 from assistant.tools import builtin_tools
 from models.base import PromptMessage, TextChunk
-from models.embedded import default_llm
 from models.errors import EngineError
 from models.openai_compat import OpenAIChatModel, RemoteModelError
 from models.openai_format import openai_messages
+from tests.support.llama_server import free_port, run_llama_server
 from tests.support.remote_model import (
     WAIT_S,
     ScriptedServer,
@@ -39,33 +36,11 @@ from tests.support.remote_model import (
 from tests.support.transcripts import untimed
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server():
     """llama-cpp-python's own server serving the embedded GGUF."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_llm()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--verbose", "False"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    for _ in range(120):
-        try:
-            if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    else:
-        process.kill()
-        pytest.fail("llama_cpp.server did not start")
-    yield url
-    process.terminate()
-    process.wait(10)
+    with run_llama_server() as url:
+        yield url
 
 
 @pytest.mark.real

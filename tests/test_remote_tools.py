@@ -31,6 +31,16 @@ PIECES = ('{"expr', 'ession": "17', '*23"}')
 
 def native_call(style: str) -> list[dict]:
     """A calculator call streamed in the shape each server sends."""
+    if style == "llama-cpp-python":  # every delta repeats the id and the whole name; no usage
+        def delta(arguments: str) -> dict:
+            return {"role": None, "content": None,
+                    "function_call": {"name": "calculator", "arguments": arguments},
+                    "tool_calls": [{"index": 0, "id": "call__0_calculator_cmpl-7f3a",
+                                    "type": "function",
+                                    "function": {"name": "calculator", "arguments": arguments}}]}
+        nothing = {"role": None, "content": None, "function_call": None, "tool_calls": None}
+        return [chunk({**nothing, "role": "assistant"}), *(chunk(delta(p)) for p in PIECES),
+                chunk(nothing, finish="tool_calls")]
     if style == "ollama":  # the whole call in one chunk
         return [chunk({"role": "assistant", "content": "", "tool_calls": [{
                     "id": "call_9xk2", "index": 0, "type": "function", "function": {
@@ -59,7 +69,7 @@ def replayed_call(body: dict) -> tuple[dict, str]:
     return tool_call["function"], result["content"]
 
 
-@pytest.mark.parametrize("style", ["llama.cpp", "vllm", "ollama"])
+@pytest.mark.parametrize("style", ["llama.cpp", "vllm", "ollama", "llama-cpp-python"])
 def test_native_tool_calls_run_and_their_result_goes_back_to_the_server(style, monkeypatch,
                                                                         capsys):
     with ScriptedServer(stream(native_call(style)), stream(text("17*23 ", "is 391."))) as server:
@@ -75,6 +85,46 @@ def test_native_tool_calls_run_and_their_result_goes_back_to_the_server(style, m
     assert answered["messages"][:-2] == asked["messages"]
     assert replayed_call(answered) == (
         {"name": "calculator", "arguments": '{"expression": "17*23"}'}, "17*23 = 391")
+
+
+# -- --llm-tool-choice -------------------------------------------------------------------
+
+CLOCK = {"type": "function", "function": {"name": "clock"}}
+
+
+@pytest.mark.parametrize("choice, sent", [
+    (None, [None, None]),  # the server's default
+    ("auto", ["auto", "auto"]),
+    ("clock", [CLOCK, CLOCK]),
+    # Named, conversation_history is asked for once it is offered: from the second message.
+    ("conversation_history", [None, {"type": "function",
+                                     "function": {"name": "conversation_history"}}]),
+])
+def test_the_tool_choice_goes_with_the_tools_and_never_without(choice, sent, monkeypatch,
+                                                                capsys):
+    clock_call = [chunk({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                                         "function": {"name": "clock", "arguments": "{}"}}]}),
+                  chunk(finish="tool_calls")]
+    flags = ["--max-tool-calls", "1"] + (["--llm-tool-choice", choice] if choice else [])
+    with ScriptedServer(stream(clock_call), stream(text("It is noon.")),
+                        stream(text("Hi."))) as server:
+        out, err = parley_chat(monkeypatch, capsys, server.url, "What time is it?\nhello\n",
+                               *flags)
+    assert out.startswith("· Checking the clock…\n") and "! " not in out, err
+    first, answering, second = server.chats
+    assert [body.get("tool_choice") for body in (first, second)] == sent
+    # The answer after the last call the budget allows is asked for without tools, and a
+    # tool_choice without tools is an error to OpenAI's API.
+    assert "tools" not in answering and "tool_choice" not in answering
+
+
+def test_an_unknown_tool_choice_is_one_line_naming_the_tools(monkeypatch, capsys):
+    with ScriptedServer() as server:
+        chat_from_a_pipe(monkeypatch, "hello\n")
+        assert main(["chat", "--llm-url", server.url, "--llm-tool-choice", "weather"]) == 2
+    assert server.requests == []
+    assert ("--llm-tool-choice 'weather' is neither auto, required, none nor a tool's name "
+            "(clock, calculator, timer, conversation_history)") in capsys.readouterr().err
 
 
 def test_tool_call_text_in_the_content_is_parsed_too(monkeypatch, capsys):

@@ -8,13 +8,14 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from assistant import history_tool
 from assistant.cli.saved import save_request
 from assistant.conversation import Conversation, ReplySettings
 from assistant.errors import ConfigError, ModelError
 from assistant.saved import SavedConversation
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
-from assistant.tools import builtin_tools
+from assistant.tools import ToolRegistry, builtin_tools
 from models.base import ChatModel, ModelCapabilities
 from models.errors import EngineError
 
@@ -31,7 +32,8 @@ def load_model(args: argparse.Namespace) -> ChatModel:
         from models.openai_compat import OpenAIChatModel
 
         return OpenAIChatModel(args.llm_url, args.llm_name, os.environ.get("PARLEY_LLM_API_KEY"),
-                               context_size=args.ctx, timeout=args.llm_timeout)
+                               context_size=args.ctx, timeout=args.llm_timeout,
+                               tool_choice=args.llm_tool_choice)
     from models.embedded import default_llm
     from models.llama import LlamaChatModel
 
@@ -44,6 +46,20 @@ def load_model(args: argparse.Namespace) -> ChatModel:
                          "Pass --llm-model PATH.gguf with a valid GGUF file.") from exc
     log.debug("loaded the language model %s in %.2f s", model.name, time.monotonic() - started)
     return model
+
+
+def check_tool_choice(choice: str | None, tools: ToolRegistry) -> None:
+    """A ConfigError unless --llm-tool-choice is a keyword or one of Parley's tools: a name
+    the server does not know would fail every request, one Parley never offers would
+    silently never be sent."""
+    if choice is None:
+        return
+    from models.openai_compat import TOOL_CHOICE_WORDS
+
+    names = [spec.name for spec in tools.specs()] + [history_tool.NAME]
+    if choice not in (*TOOL_CHOICE_WORDS, *names):
+        raise ConfigError(f"--llm-tool-choice {choice!r} is neither auto, required, none nor "
+                          f"a tool's name ({', '.join(names)})")
 
 
 def load_local_intents(args: argparse.Namespace):
@@ -96,6 +112,7 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
     reply_settings(args, max_messages)  # a mistake in the flags is said before the model loads
     tools = builtin_tools()
     tools.register(timer_tool(timers))
+    check_tool_choice(args.llm_tool_choice, tools)
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
         local = pool.submit(load_local_intents, args)
         model = load_model(args)

@@ -106,6 +106,10 @@ SETTINGS: tuple[Setting, ...] = (
             "http://host:8080/v1 (key from PARLEY_LLM_API_KEY)", "language model", _ALL),
     Setting("--llm-name", str, "default", "the model name to ask the server for (default: "
             "'default')", "language model", _ALL),
+    Setting("--llm-tool-choice", str, None, "with --llm-url: the tool_choice sent with the "
+            "tools, auto, required, none or a tool's name, which the server must then call "
+            "(llama-cpp-python's server calls a tool only when named; pair a name with "
+            "--max-tool-calls 1)", "language model", _ALL, metavar="CHOICE"),
     Setting("--llm-timeout", _number, 120.0, "seconds to wait for the server (default 120)",
             "language model", _ALL),
     Setting("--ctx", _whole, 8192, "context size in tokens (default 8192)", "language model",
