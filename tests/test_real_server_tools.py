@@ -55,7 +55,7 @@ def test_a_native_tool_call_its_result_and_the_next_message_through_the_server(
     chat_from_a_pipe(monkeypatch, "What time is it?\nName a fruit.\n/history\n")
     assert main(["chat", "--llm-url", llama_server, "--no-local-intents",
                  "--llm-tool-choice", "clock", "--max-tool-calls", "1",
-                 "--ctx", "2048", "--answer-tokens", "48"]) == 0
+                 "--ctx", "2048", "--answer-tokens", "48", "--llm-timeout", "60"]) == 0
     out = untimed(capsys.readouterr().out)
     # No HTTP 500: the server took the call and its result back, in both turns.
     assert not re.search(r"^! ", out, re.MULTILINE), out  # no error line at all

@@ -1,6 +1,7 @@
 """Tool calls through an OpenAI-compatible server (`--llm-url`): SmolLM2 behind
-llama-cpp-python's server never calls a tool, so a small real HTTP server on loopback
-(`tests/support/remote_model.py`) streams what llama.cpp's server, vLLM and Ollama stream.
+llama-cpp-python's server never chooses a tool (`tests/test_real_server_tools.py` names one
+for it), so a small real HTTP server on loopback (`tests/support/remote_model.py`) streams
+what llama.cpp's server, vLLM, Ollama and llama-cpp-python's server stream.
 
 Every chat runs the real `main()` with a piped stdin, as `parley chat --llm-url URL`."""
 
