@@ -40,7 +40,8 @@ class ChatRenderer:
             out.print(event.text, end="", soft_wrap=True)
         elif isinstance(event, (*_STEPS, ToolCall)):
             text = event.label if isinstance(event, ToolCall) else event.text
-            out.print(f"· {text}…" if not text.endswith("…") else f"· {text}", style="dim")
+            # A step still going gets "…"; one that is a finished sentence keeps its stop.
+            out.print(f"· {text}" if text.endswith(("…", ".")) else f"· {text}…", style="dim")
         elif isinstance(event, Summarized):
             new = len(event.new_bullets)
             out.print(f"· Summarized the earlier conversation up to #{event.covered_through} "
