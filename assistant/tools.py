@@ -112,6 +112,9 @@ class ToolRegistry:
             tool if tool.read_only else dataclasses.replace(tool, run=guard(tool.run))
             for tool in self._tools.values()])
 
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
     def specs(self) -> list[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]
 
