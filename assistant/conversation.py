@@ -24,7 +24,7 @@ from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter, split_sentences
 from assistant.summarizer import SummarizesConversation
-from assistant.tool_offers import offered_for
+from assistant.tool_offers import change_said, offered_for
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
 from memory.fitting import CurrentMessageTooLong
 from memory.history import History, Message
@@ -212,7 +212,13 @@ class Conversation(SummarizesConversation):
                     break
                 calls += 1
                 self._run_tool(tools, call, emit)
-                if cancel.cancelled:
+                said = change_said(tools, answer)
+                if said:  # a timer set: its sentence is the answer, and the reply is done
+                    answer += said
+                    emit(TextDelta(said))
+                    for sentence in splitter.feed(said):
+                        emit(Sentence(sentence))
+                if cancel.cancelled or said:
                     break
         except CurrentMessageTooLong as exc:
             self.history.remove_from(user.seq)

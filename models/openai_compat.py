@@ -108,7 +108,7 @@ class OpenAIChatModel(ChatModel):
                       "stream_options": {"include_usage": True}}
         if tools:
             body["tools"] = tool_schemas(tools)
-        scanner = ToolCallScanner()
+        scanner = ToolCallScanner(tools=tools)
         calls: dict[int, dict] = {}
         usage = None
         completion = 0

@@ -7,7 +7,9 @@ Models write calls in several forms, whatever their chat template asks for:
 - mistral: `[TOOL_CALLS] [{"name": …, "arguments": {…}}, …]`;
 - fenced: a ```json (or bare ```) block holding a call object or a list of them;
 - bare: a reply that opens with a call object, as Llama 3.x without its tag and small
-  models (Qwen2.5-Coder-0.5B writes nothing else) do.
+  models (Qwen2.5-Coder-0.5B writes nothing else) do;
+- flat, in any of these: `{"name": "timer", "action": "start", "seconds": 600}`, the
+  arguments beside the name, read only for an offered tool and its own parameters.
 
 The first three are unmistakably calls: what follows their marker is a call or an error.
 A fenced or bare JSON value is a call only when it looks like one: an object (or a list of
@@ -68,13 +70,17 @@ def _loads(text: str) -> tuple[object, str | None]:
         return None, _TOO_BIG
 
 
-def call_from(data: object) -> ToolCallChunk:
+def call_from(data: object, tools: Sequence[ToolSpec] = ()) -> ToolCallChunk:
     """One call from a decoded object; a chunk carrying the error if it is not one.
-    OpenAI's wrapped form, {"type": "function", "function": {…}}, is read too."""
+    OpenAI's wrapped form, {"type": "function", "function": {…}}, is read too, and the flat
+    one small models write, {"name": "timer", "action": "start"}, for a tool in `tools`."""
     if isinstance(data, dict) and isinstance(data.get("function"), dict):
         data = data["function"]
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return ToolCallChunk("", {}, 'a tool call needs {"name": "...", "arguments": {...}}')
+    if _flat_call_of(data, tools):
+        return ToolCallChunk(data["name"], {k: v for k, v in data.items()
+                                            if k not in ("name", "type", "id")})
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):
         arguments, problem = _loads(arguments) if arguments.strip() else ({}, None)
@@ -85,7 +91,18 @@ def call_from(data: object) -> ToolCallChunk:
     return ToolCallChunk(data["name"], arguments)
 
 
-def parse_calls(body: str) -> list[ToolCallChunk]:
+def _flat_call_of(item: dict, tools: Sequence[ToolSpec]) -> bool:
+    """Whether `item` names one of `tools` and holds its arguments beside the name."""
+    if "arguments" in item or "parameters" in item:
+        return False
+    spec = next((t for t in tools if t.name == item.get("name")), None)
+    if spec is None:
+        return False
+    known = set(spec.parameters.get("properties", {}))
+    return set(item) - {"name", "type", "id"} <= known
+
+
+def parse_calls(body: str, tools: Sequence[ToolSpec] = ()) -> list[ToolCallChunk]:
     """The calls in a marked call's text (one object or a list of them); a malformed call
     becomes a chunk carrying the error. A missing closing brace is added."""
     body = _unfenced(body.strip())
@@ -99,7 +116,8 @@ def parse_calls(body: str) -> list[ToolCallChunk]:
     if problem:
         return [ToolCallChunk("", {}, problem)]
     items = data if isinstance(data, list) else [data]
-    return [call_from(item) for item in items] or [ToolCallChunk("", {}, "empty tool call")]
+    return ([call_from(item, tools) for item in items]
+            or [ToolCallChunk("", {}, "empty tool call")])
 
 
 def parse_call(body: str) -> ToolCallChunk:
@@ -114,19 +132,21 @@ def _unfenced(body: str) -> str:
     return body
 
 
-def looks_like_calls(data: object) -> bool:
+def looks_like_calls(data: object, tools: Sequence[ToolSpec] = ()) -> bool:
     """Whether unmarked JSON is a call (or a list of calls) rather than data."""
     items = data if isinstance(data, list) else [data]
-    return bool(items) and all(_looks_like_call(item) for item in items)
+    return bool(items) and all(_looks_like_call(item, tools) for item in items)
 
 
-def _looks_like_call(item: object) -> bool:
+def _looks_like_call(item: object, tools: Sequence[ToolSpec]) -> bool:
     if isinstance(item, dict) and set(item) <= {"type", "id", "function"} \
             and isinstance(item.get("function"), dict):
         item = item["function"]
-    return (isinstance(item, dict) and isinstance(item.get("name"), str)
-            and bool(item["name"].strip()) and set(item) <= _CALL_KEYS
-            and ("arguments" in item or "parameters" in item))
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        return False
+    return _flat_call_of(item, tools) or (
+        bool(item["name"].strip()) and set(item) <= _CALL_KEYS
+        and ("arguments" in item or "parameters" in item))
 
 
 class ToolCallScanner:
@@ -137,7 +157,10 @@ class ToolCallScanner:
     a call; everything else goes out as soon as it arrives.
     """
 
-    def __init__(self, forms: Collection[str] | None = None) -> None:
+    def __init__(self, forms: Collection[str] | None = None,
+                 tools: Sequence[ToolSpec] = ()) -> None:
+        """`tools`: the tools offered, whose calls may also come in the flat form."""
+        self._tools = tuple(tools)
         self._forms = frozenset(DEFAULT_FORMS if forms is None else forms)
         unknown = self._forms - ALL_FORMS
         if unknown:
@@ -184,6 +207,10 @@ class ToolCallScanner:
         self._mode, self._span, self._at = mode, None, 0
         return True
 
+    def _calls_in(self, data: object) -> list[ToolCallChunk]:
+        return [call_from(item, self._tools) for item in
+                (data if isinstance(data, list) else [data])]
+
     def _marker_inside(self, out: list, before: int | None = None) -> bool:
         """A marked call started inside what was held (unmarked JSON, code; before the
         held JSON's end, if it has one): what came before it is text, and the call is read."""
@@ -226,7 +253,8 @@ class ToolCallScanner:
         if end < 0 and not final:
             return False
         body = self._buffer if end < 0 else self._buffer[:end]
-        out.extend(parse_calls(body))  # an unclosed call is taken if its JSON is complete
+        # An unclosed call is taken if its JSON is complete.
+        out.extend(parse_calls(body, self._tools))
         self._started = True
         return self._switch("text", len(self._buffer) if end < 0 else end + len(CLOSE))
 
@@ -249,7 +277,7 @@ class ToolCallScanner:
         if end is None and not final:
             return False
         end = len(body) if end is None else end
-        out.extend(parse_calls(body[:end]))
+        out.extend(parse_calls(body[:end], self._tools))
         self._started = True
         return self._switch("text", skipped + end)
 
@@ -300,10 +328,10 @@ class ToolCallScanner:
             return self._to_code(out, self._at + end)
         data, problem = _loads(value[:end])
         consumed = min(len(self._buffer), self._at + end + (len(after) - len(rest)) + len(FENCE))
-        if problem or not looks_like_calls(data):
+        if problem or not looks_like_calls(data, self._tools):
             self._say(out, self._buffer[:consumed])
             return self._switch("text", consumed)
-        out.extend(call_from(item) for item in (data if isinstance(data, list) else [data]))
+        out.extend(self._calls_in(data))
         self._started = True
         return self._switch("text", consumed)
 
@@ -315,18 +343,18 @@ class ToolCallScanner:
         if end is None:
             return self._unfinished(out, value) if final else False
         data, problem = _loads(value[:end])
-        if problem or not looks_like_calls(data):
+        if problem or not looks_like_calls(data, self._tools):
             self._say(out, self._buffer[:self._at + end])
         else:
-            out.append(call_from(data))
+            out.extend(self._calls_in(data))
             self._started = True
         return self._switch("text", self._at + end)
 
     def _unfinished(self, out: list, value: str) -> bool:
         """The reply ended inside unmarked JSON: a call if closing it makes one, else text."""
         data, problem = _loads(value + self._span.completion())
-        if not problem and looks_like_calls(data):
-            out.extend(call_from(item) for item in (data if isinstance(data, list) else [data]))
+        if not problem and looks_like_calls(data, self._tools):
+            out.extend(self._calls_in(data))
             self._started = True
         else:
             self._say(out, self._buffer)

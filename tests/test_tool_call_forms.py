@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from assistant.conversation import Conversation
 from assistant.events import TextDelta, ToolCall, ToolResult
 from assistant.tools import builtin_tools
-from models.base import TextChunk, ToolCallChunk
+from models.base import TextChunk, ToolCallChunk, ToolSpec
 from models.toolcalls import ToolCallScanner
 from tests.fakes import ScriptedChatModel
 
@@ -122,6 +122,31 @@ def test_a_malformed_call_is_an_error_and_never_said(text, cuts):
     chunks = scan(text, cuts)
     assert len(chunks) == 1 and isinstance(chunks[0], ToolCallChunk)
     assert MALFORMED[text] in chunks[0].error
+
+
+TIMER_SPEC = ToolSpec("timer", "Timers.", {"type": "object", "properties": {
+    "action": {"type": "string"}, "seconds": {"type": "integer"}, "name": {"type": "string"}}})
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "timer", "action": "start", "seconds": 600}',
+    '```json\n{"name": "timer", "seconds": 600, "action": "start"}\n```',
+    '<tool_call>{"name": "timer", "action": "start", "seconds": 600}</tool_call>',
+])
+def test_a_flat_call_of_an_offered_tool_has_its_arguments_beside_the_name(text):
+    scanner = ToolCallScanner(tools=[TIMER_SPEC])
+    chunks = [*scanner.feed(text), *scanner.finish()]
+    assert chunks == [ToolCallChunk("timer", {"action": "start", "seconds": 600})]
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "cat", "description": "A fluffy cat."}',  # no such tool
+    '{"name": "timer", "colour": "red"}',  # not the timer's arguments
+    '{"name": "Ada", "email": "ada@example.com"}',
+])
+def test_a_flat_object_that_is_no_offered_tool_call_stays_text(text):
+    scanner = ToolCallScanner(tools=[TIMER_SPEC])
+    assert [*scanner.feed(text), *scanner.finish()] == [TextChunk(text)]
 
 
 def test_text_goes_out_as_it_comes_and_only_a_possible_call_is_held_back():

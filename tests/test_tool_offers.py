@@ -64,3 +64,36 @@ def test_a_timer_started_without_its_length_is_not_run():
     assert result.is_error and timers.running() == []
     assert done.text == "How long should the timer run?"
     assert [e.name for e in events if isinstance(e, ToolCall)] == ["timer"]
+
+
+def test_a_timer_set_by_the_model_is_said_and_ends_the_reply():
+    timers = Timers(ManualClock())
+    tools = builtin_tools()
+    tools.register(timer_tool(timers))
+    model = ScriptedChatModel()
+    conversation = Conversation(model, tools)
+    # What the 0.5B model did: set the timer, then go on to cancel it.
+    model.enqueue('{"name": "timer", "arguments": {"action": "start", "seconds": 600}}',
+                  '{"name": "timer", "arguments": {"action": "cancel_all"}}')
+    events: list = []
+    done = conversation.reply("remind me in 10 minutes to take the pizza out", events.append)
+    assert done.text == "Your 10 minute timer is set."
+    assert len(timers.running()) == 1 and len(model.prompts) == 1
+    assert conversation.history.messages[-1].content == "Your 10 minute timer is set."
+
+
+@pytest.mark.parametrize("request_text,arguments,refused", [
+    ("remind me in 10 minutes", {"action": "cancel_all"}, True),
+    ("remind me in 10 minutes", {"action": "pause"}, True),
+    ("cancel all my timers", {"action": "cancel_all"}, False),
+    ("how long is left on the timer?", {"action": "status"}, False),
+])
+def test_a_timer_change_runs_only_when_the_request_asks_for_it(request_text, arguments,
+                                                               refused):
+    timers = Timers(ManualClock())
+    timers.start(600, "pizza")
+    tools = builtin_tools()
+    tools.register(timer_tool(timers))
+    output = offered_for(request_text, tools).call("timer", arguments)
+    assert output.is_error == refused
+    assert (len(timers.running()) == 1) == (refused or arguments["action"] == "status")
