@@ -13,6 +13,8 @@ from assistant.tools import builtin_tools
 from models.base import TextChunk, ToolCallChunk, ToolSpec
 from models.toolcalls import ToolCallScanner
 from tests.fakes import ScriptedChatModel
+from tests.support.remote_model import ScriptedServer, parley_chat, stream, text
+from tests.support.transcripts import untimed
 
 PROPERTY = settings(max_examples=150, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -212,3 +214,19 @@ def test_a_call_to_an_unknown_tool_is_an_error_the_model_reads_then_it_answers()
     assert model.prompts[1][-1].content == result.content
     assert done.text.startswith("Why did the tomato")
     assert "joke" not in "".join(e.text for e in events if isinstance(e, TextDelta)).lower()
+
+
+# -- behind a server that returns calls as text ------------------------------------------
+
+
+@pytest.mark.parametrize("content", [
+    ('{"name": "calculator", ', '"arguments": {"expression": "17*23"}}'),
+    ("```json\n", '{"name": "calculator", "parameters": {"expression": "17*23"}}', "\n```"),
+])
+def test_a_call_a_server_returns_as_text_runs(content, monkeypatch, capsys):
+    # llama-cpp-python's server renders the tools through Qwen's template and returns the
+    # model's call as content: Parley reads it as a call, and the user never sees it.
+    with ScriptedServer(stream(text(*content)), stream(text("17*23 ", "is 391."))) as server:
+        out, err = parley_chat(monkeypatch, capsys, server.url, "Multiply 17 by 23 for me\n")
+    assert untimed(out) == "· Calculating 17*23…\n17*23 is 391.\n", err
+    assert [m["role"] for m in server.chats[1]["messages"]][-2:] == ["assistant", "tool"]
