@@ -17,8 +17,9 @@ error, replies calling a tool when none was needed, replies with a call written 
 text, tool requests that got their tool, empty replies, seconds per answer.
 
 `recall`: the decision record's evaluation. A long paste comes early (a compose file, an
-env file, a release checklist), then filler turns in a 2,048-token context until the
-running summary covers the paste, then two questions about its details: does the model
+env file, a release checklist), then twelve filler exchanges (put in the history as said,
+so the run stays short), in a 2,048-token context: the first question's reply has the model
+summarize the paste out of the prompt; then two questions about its details: does the model
 call conversation_history and answer right? Recall hints are off, so only the tool can
 find it. In-process only.
 """
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "requests"):
         bench_requests(path, args.via, modes, args.port)
     if args.only in (None, "recall"):
-        bench_recall(path, args.recall_ctx, modes, parley, FILLERS, tools)
+        bench_recall(path, args.recall_ctx, modes, parley, FILLERS * 2, tools)
     print(f"\nTotal {(time.monotonic() - started) / 60:.1f} min")
 
 
