@@ -24,6 +24,7 @@ from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import SentenceSplitter, split_sentences
 from assistant.summarizer import SummarizesConversation
+from assistant.tool_offers import change_said, offered_for
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
 from memory.fitting import CurrentMessageTooLong
 from memory.history import History, Message
@@ -162,7 +163,7 @@ class Conversation(SummarizesConversation):
         if local is not None:
             return self._answer_locally(text, local, emit, first_clause_words)
         user = self.history.add("user", text)
-        tools = self._tools_over(self.history.messages[:-1])
+        tools = self._tools_over(self.history.messages[:-1], text)
         answer = ""
         usage = UsageChunk(0, 0, 0)
         splitter = SentenceSplitter(first_clause_words)
@@ -195,7 +196,8 @@ class Conversation(SummarizesConversation):
                         emit(TextDelta(chunk.text))
                         for sentence in splitter.feed(chunk.text):
                             emit(Sentence(sentence))
-                    elif isinstance(chunk, ToolCallChunk) and specs and call is None:
+                    elif isinstance(chunk, ToolCallChunk) and call is None and (
+                            calls < self.settings.max_tool_calls):  # offered none: told so
                         call = chunk
                     elif isinstance(chunk, UsageChunk):
                         log.debug("model: %d prompt tokens (%d processed), %d generated in "
@@ -210,7 +212,13 @@ class Conversation(SummarizesConversation):
                     break
                 calls += 1
                 self._run_tool(tools, call, emit)
-                if cancel.cancelled:
+                said = change_said(tools, answer)
+                if said:  # a timer set: its sentence is the answer, and the reply is done
+                    answer += said
+                    emit(TextDelta(said))
+                    for sentence in splitter.feed(said):
+                        emit(Sentence(sentence))
+                if cancel.cancelled or said:
                     break
         except CurrentMessageTooLong as exc:
             self.history.remove_from(user.seq)
@@ -316,7 +324,7 @@ class Conversation(SummarizesConversation):
             log.debug("the model %s cannot read a prompt ahead: nothing prepared",
                       self.model.name)
             return 0
-        tools = self._tools_over(self.history.messages)
+        tools = self._tools_over(self.history.messages, "")
         specs = tools.specs() if self.settings.max_tool_calls else []
         started = self.clock()
         try:
@@ -334,13 +342,16 @@ class Conversation(SummarizesConversation):
                   (self.clock() - started) * 1000)
         return processed
 
-    def _tools_over(self, earlier: tuple[Message, ...]) -> ToolRegistry:
-        """The tools of a reply that follows `earlier`: conversation_history joins them once
-        there is something to look back on (its own results only repeat other messages)."""
+    def _tools_over(self, earlier: tuple[Message, ...], request: str | None = None
+                    ) -> ToolRegistry:
+        """The tools of a reply that follows `earlier`: those `request` could need (all
+        without one: a local answer's), and conversation_history once there is something
+        to look back on (its own results only repeat other messages)."""
+        tools = self.tools if request is None else offered_for(request, self.tools)
         earlier_said = [m for m in earlier if m.tool != history_tool.NAME]
         if not earlier_said:
-            return self.tools
-        return self.tools.with_tool(history_tool.history_tool(
+            return tools
+        return tools.with_tool(history_tool.history_tool(
             HistorySearch(earlier_said, self._search_cache)))
 
     def note_heard(self, heard: str) -> None:

@@ -23,9 +23,12 @@ SYSTEM_PROMPT = (
     "You may be heard rather than read: answer briefly, in plain sentences."
 )
 TOOL_STRATEGY = (
-    "Use a tool only when it helps: clock for the date or time, calculator for arithmetic, "
-    "timer to set, check or cancel timers."
+    "Answer in plain words whenever you can. Call a tool only when the request needs what "
+    "it gives; never show a tool call as an example."
 )
+"""The same whatever tools a reply is offered, so the prompt's beginning stays the same.
+It names no tool: the earlier line named clock, calculator and timer, and a 0.5B model
+offered none of them answered "using a calculator tool like the clock"."""
 HINT_CHARS = 600
 HINT_MIN_SHARE = 0.45
 """A recall hint is shown when its passage holds at least this share of the query's weight…"""

@@ -218,7 +218,7 @@ class SummarizesConversation:
         Returns False when cancelled.
         """
         messages = self.history.messages
-        specs = self._tools_over(messages).specs() if self.settings.max_tool_calls else []
+        specs = self._tools_over(messages, "").specs() if self.settings.max_tool_calls else []
         prompts = self.prompts
         # Kept aside: a summary cut short must not cost the reply that stopped it its prompt.
         summary = summarize(self.model, prompts, messages, self.summary,

@@ -14,9 +14,8 @@ NAME = "timer"
 ACTIONS = ("start", "cancel", "cancel_all", "status", "pause", "resume", "add", "remove")
 SPEC = ToolSpec(
     NAME,
-    "Set, check, pause, resume, change or cancel timers. Examples: "
-    '{"action": "start", "seconds": 600, "name": "pizza"}; {"action": "status"}; '
-    '{"action": "cancel", "name": "pizza"}; {"action": "add", "seconds": 60}.',
+    "Set, check, pause, resume, change or cancel the user's timers and reminders. "
+    "Starting one needs its length in seconds (ten minutes is 600) and may name it.",
     {
         "type": "object",
         "properties": {

@@ -101,9 +101,13 @@ class ToolRegistry:
 
     def with_tool(self, tool: Tool) -> ToolRegistry:
         """A copy with one more tool (a reply's own conversation_history)."""
-        copy = ToolRegistry(list(self._tools.values()))
+        copy = self.copy()
         copy.register(tool)
         return copy
+
+    def copy(self) -> ToolRegistry:
+        """The same tools in a new registry (a subclass keeps what it adds)."""
+        return ToolRegistry(list(self._tools.values()))
 
     def guarded(self, guard: Callable[[ToolRun], ToolRun]) -> ToolRegistry:
         """A copy whose tools that change something run through `guard` (a speculative
@@ -111,6 +115,9 @@ class ToolRegistry:
         return ToolRegistry([
             tool if tool.read_only else dataclasses.replace(tool, run=guard(tool.run))
             for tool in self._tools.values()])
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
 
     def specs(self) -> list[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]

@@ -221,7 +221,7 @@ class LlamaChatModel(ChatModel):
         if cancel is not None and not self._read_prompt(tokens, cached, cancel):
             yield UsageChunk(len(tokens), self._llm.n_tokens - cached, 0)
             return
-        scanner = ToolCallScanner()
+        scanner = ToolCallScanner(tools=tools)
         completion = 0
         pieces = self._llm.create_completion(
             tokens, max_tokens=min(max_tokens, room), stream=True,

@@ -118,7 +118,7 @@ class OpenAIChatModel(ChatModel):
             choice = self._tool_choice(tools)
             if choice is not None:
                 body["tool_choice"] = choice
-        scanner = ToolCallScanner()
+        scanner = ToolCallScanner(tools=tools)
         calls: dict[int, dict] = {}
         usage = None
         completion = 0

@@ -74,7 +74,7 @@ class ScriptedChatModel(ChatModel):
         reply = self.queue.pop(0) if self.queue else "OK."
         if isinstance(reply, Exception):
             raise reply
-        scanner = ToolCallScanner()
+        scanner = ToolCallScanner(tools=tools)
         for start in range(0, len(reply), self.chunk_size):
             if cancel is not None and cancel.cancelled:
                 break

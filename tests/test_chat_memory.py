@@ -232,8 +232,9 @@ def test_bullets_without_message_numbers_or_repeating_the_summary_are_replaced()
 def test_a_long_paste_is_compacted_and_the_tool_finds_it():
     conversation, model = summarizing_conversation()
     # Two exchanges after the paste still fit: the question that follows is the one that
-    # no longer does, so its own reply compacts the paste before looking it up.
-    chat(conversation, model, ("Here is our compose file:\n" + compose_file(12),
+    # no longer does, so its own reply compacts the paste before looking it up. (The
+    # fillers' numbers bring the calculator's description; the question has none.)
+    chat(conversation, model, ("Here is our compose file:\n" + compose_file(14),
                                "Thanks, I read it."), *(filler(n) for n in range(2)))
     assert conversation.summary.covered_through == 0
     model.enqueue('<tool_call>{"name": "conversation_history", '

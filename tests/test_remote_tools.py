@@ -109,14 +109,25 @@ def test_the_tool_choice_goes_with_the_tools_and_never_without(choice, sent, mon
     flags = ["--max-tool-calls", "1"] + (["--llm-tool-choice", choice] if choice else [])
     with ScriptedServer(stream(clock_call), stream(text("It is noon.")),
                         stream(text("Hi."))) as server:
-        out, err = parley_chat(monkeypatch, capsys, server.url, "What time is it?\nhello\n",
-                               *flags)
+        out, err = parley_chat(monkeypatch, capsys, server.url,
+                               "What time is it?\nAnd the time now?\n", *flags)
     assert out.startswith("· Checking the clock…\n") and "! " not in out, err
     first, answering, second = server.chats
     assert [body.get("tool_choice") for body in (first, second)] == sent
     # The answer after the last call the budget allows is asked for without tools, and a
     # tool_choice without tools is an error to OpenAI's API.
     assert "tools" not in answering and "tool_choice" not in answering
+
+
+def test_a_named_tool_choice_is_not_sent_with_a_request_that_is_not_offered_that_tool(
+        monkeypatch, capsys):
+    # "hello" could not need the clock, so the clock is not offered, and a tool_choice naming
+    # a tool the request does not carry would be refused by the server.
+    with ScriptedServer(stream(text("Hi."))) as server:
+        parley_chat(monkeypatch, capsys, server.url, "hello\n", "--llm-tool-choice", "clock")
+    (only,) = server.chats
+    assert "tool_choice" not in only
+    assert "clock" not in [tool["function"]["name"] for tool in only.get("tools", [])]
 
 
 def test_an_unknown_tool_choice_is_one_line_naming_the_tools(monkeypatch, capsys):
@@ -263,7 +274,8 @@ def test_a_gguf_whose_template_knows_tools_gets_them_and_its_calls_run(tmp_path,
     assert "#2 tool (calculator): 17*23 = 391\n" in untimed(out)
     asked, answering = prompts
     tools = asked.split("<tools>\n")[1].split("\n</tools>")[0].splitlines()
-    assert [json.loads(t)["function"]["name"] for t in tools] == ["clock", "calculator", "timer"]
+    # Rendered by the template itself, with the tools the request could need: a sum.
+    assert [json.loads(t)["function"]["name"] for t in tools] == ["calculator"]
     assert "You can use tools" not in asked  # not Parley's own description
     assert answering.endswith(
         '<|im_start|>user\nWhat is 17 times 23?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n'

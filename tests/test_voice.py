@@ -256,13 +256,15 @@ def test_session_errors_name_the_file_and_the_turn(tmp_path):
 
 
 def test_between_turns_the_next_prompt_beginning_is_prepared():
-    run = run_turns(["one", "two", "three"], replies=["First.", "Second.", "Third."])
+    # Words that need no tool: a request that could need one is offered it, which changes
+    # the prompt's beginning (the tools are part of it).
+    run = run_turns(["hello", "go on", "thanks"], replies=["First.", "Second.", "Third."])
     model = run.model
     # Each reply's prompt begins exactly with what was prepared before it came.
     for prepared, prompt in zip(model.prefills, model.prompts, strict=False):
         assert prompt[:len(prepared)] == prepared
     assert len(model.prefills) >= 3 and run.loop.prefilled_tokens > 0
-    assert [m.content for m in model.prefills[2][1:]] == ["one", "First.", "two", "Second."]
+    assert [m.content for m in model.prefills[2][1:]] == ["hello", "First.", "go on", "Second."]
 
 
 def test_voice_summarizes_what_no_longer_fits_and_passes_the_summary_on(tmp_path):
