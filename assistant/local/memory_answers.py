@@ -1,0 +1,197 @@
+"""Answering a memory question from what the user said, never from a guess.
+
+The question's content words go to the `conversation_history` tool as a search of the
+user's messages (the trace a model's call would leave). Of the messages it finds, the
+answer is the first whose statements (not its questions: "What is my name?" holds no
+name) cover every concept of the question, a concept being a word of the question or one
+of its few listed synonyms ("old" ~ "age", "turned"), matched by stem as the search
+matches ("parking" ~ "parked"). Parley then quotes the sentences that hold the match:
+"You told me in message 3: “I parked the car on level 3, spot 42.”" If no statement
+covers the question, it says so and guesses nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from assistant.local.memory_questions import MemoryQuestion, past
+from assistant.sentences import split_sentences
+from assistant.tools import ToolOutput
+from memory.history import Message
+from memory.ranking import is_question
+from memory.scan import Term, match_weight, stem, words
+from memory.search import Passage
+
+SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
+    "name called call named",
+    "old age aged years turned turns born",
+    "birthday born birth",
+    "live lives address home moved",
+    "work job works employer office",
+    "favourite favorite",
+    "colour color",
+    "wifi wireless network",
+    "password passcode passphrase",
+    "code combination pin passcode",
+    "phone mobile cell",
+    "staying stay booked room",
+    "hotel motel inn hostel airbnb",
+    "flight fly flying plane airline",
+    "car vehicle",
+    "doctor dr gp physician",
+    "kid kids child children",
+    "wife spouse partner",
+    "husband spouse partner",
+    "mom mum mother",
+    "dad father",
+    "appointment booked booking scheduled",
+    "allergic allergy allergies",
+    "spot space bay level",
+))
+"""Words a statement may use for a word of the question; each line is one concept."""
+
+WEAK_WORDS = frozenset(
+    "number day date place tonight today tomorrow yesterday now currently week weekend "
+    "exactly usually".split())
+"""Words a question often adds that its answer rarely repeats ("what's my flight
+number" → "my flight is BA 117"): a statement need not cover them, unless they are all
+the question has."""
+
+COVERAGE_NEEDED = 1.0
+"""Share of the question's concepts a statement must cover to be quoted. Measured with
+`benchmarks.memory_questions`: below 1.0, answers that quote a wrong statement appear
+("my sister's birthday" found in "my birthday is in June")."""
+
+QUOTE_CHARS = 220
+"""At most this much of a statement is quoted; a longer one is cut around the match."""
+
+_REQUEST = re.compile(
+    r"^(?:please |can you |could you |would you )?(?:tell|give|suggest|write|explain|describe|"
+    r"list|show|recommend|help|find|translate|summarize|summarise|make|create|set|calculate|"
+    r"say|read|play|stop|cancel|search|look|check|add|send|call|book|plan|compare|define)\b",
+    re.IGNORECASE)
+"""A request ("Suggest a name for a goldfish.") states nothing about the user, though it
+may share the question's words. "Remember that my code is 4512" is not one."""
+
+_ASK_AFTER_COMMA = re.compile(
+    r",\s+(?=(?:what|where|when|who|which|how|why|do|does|did|can|could|would|will|is|are)"
+    r"\b[^.!?]*\?\s*$)", re.IGNORECASE)
+"""A question at the end of a statement ("My name is Sam, what's yours?"); a relative
+clause (", which was a relief.") ends as a statement does and stays."""
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """The statement that answers a memory question."""
+
+    message: Message
+    quote: str
+    """The sentences of `message` that hold the match, cut if long."""
+
+
+def concepts(question_words: Sequence[str]) -> list[frozenset[str]]:
+    """Each word of the question with its synonyms; the weak words only if nothing else."""
+    strong = [w for w in question_words if w not in WEAK_WORDS] or list(question_words)
+    found = []
+    for word in strong:
+        # "where did I leave my umbrella" → "I left it at Maria's": the past tense too.
+        forms = {word, word.replace("-", ""), past(word)}
+        for group in SYNONYMS:
+            if word in group:
+                forms |= group
+        found.append(frozenset(forms))
+    return found
+
+
+def _tokens(sentence: str) -> set[str]:
+    tokens = set(words(sentence))
+    return tokens | {t.replace("-", "").replace("'s", "") for t in tokens}
+
+
+def _covers(tokens: set[str], forms: frozenset[str]) -> bool:
+    for form in forms:
+        term = Term(form, stem(form))
+        if any(match_weight(token, term) > 0 for token in tokens):
+            return True
+    return False
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of a message that state something; its questions and requests are
+    left out ("My name is Sam, what's yours?" → "My name is Sam")."""
+    found = []
+    for sentence in split_sentences(text):
+        for part in _ASK_AFTER_COMMA.split(sentence):
+            part = part.strip()
+            if part and not is_question(part) and not _REQUEST.match(part):
+                found.append(part)
+    return found
+
+
+def recalled(question: MemoryQuestion, passages: Sequence[Passage],
+             needed: float = COVERAGE_NEEDED) -> Recalled | None:
+    """The first message among `passages` (best first) whose statements cover at least
+    `needed` of the question's concepts, with what to quote of it."""
+    wanted = concepts(question.words)
+    if not wanted:
+        return None
+    seen: set[int] = set()
+    for passage in passages:
+        message = passage.message
+        if message.seq in seen or message.role != "user":
+            continue
+        seen.add(message.seq)
+        said = statements(message.content)
+        covered_by = [{i for i, forms in enumerate(wanted) if _covers(_tokens(s), forms)}
+                      for s in said]
+        covered = set().union(*covered_by) if covered_by else set()
+        if len(covered) / len(wanted) >= needed:
+            return Recalled(message, _quote(said, covered_by, wanted))
+    return None
+
+
+def _quote(said: list[str], covered_by: list[set[int]], wanted: list[frozenset[str]]) -> str:
+    """The sentences from the first to the last that hold a match, if they fit; else the
+    one that holds the most, cut around its first match."""
+    holding = [i for i, covered in enumerate(covered_by) if covered]
+    last = holding[-1]
+    # A fragment of three words or fewer after it is the sentence's end, cut off after an
+    # abbreviation the splitter took for one ("My teacher is Mrs." + "Lindqvist.").
+    if last + 1 < len(said) and len(said[last + 1].split()) <= 3:
+        last += 1
+    span = " ".join(said[holding[0]:last + 1])
+    if len(span) <= QUOTE_CHARS:
+        return span
+    best = max(holding, key=lambda i: (len(covered_by[i]), -i))
+    sentence = said[best]
+    if len(sentence) <= QUOTE_CHARS:
+        return sentence
+    lowered = sentence.lower()
+    anchor = min((lowered.find(form) for forms in wanted for form in forms
+                  if lowered.find(form) >= 0), default=0)
+    start = max(0, min(anchor - QUOTE_CHARS // 3, len(sentence) - QUOTE_CHARS))
+    if start:
+        start = sentence.find(" ", start) + 1
+    cut = sentence[start:start + QUOTE_CHARS]
+    if start + QUOTE_CHARS < len(sentence):
+        cut = cut.rsplit(" ", 1)[0] + "…"
+    return ("…" if start else "") + cut
+
+
+def search_arguments(question: MemoryQuestion) -> dict:
+    """The `conversation_history` call: the question's words, in what the user said."""
+    return {"query": " ".join(question.words), "speaker": "user"}
+
+
+def spoken_memory(question: MemoryQuestion,
+                  needed: float = COVERAGE_NEEDED) -> Callable[[ToolOutput], str]:
+    """What Parley says, from the search's output."""
+    def speak(output: ToolOutput) -> str:
+        passages = () if output.error is not None else output.value
+        found = recalled(question, passages, needed)
+        if found is None:
+            return f"I can't find anything in this conversation about {question.topic}."
+        return f"You told me in message {found.message.seq}: “{found.quote}”"
+    return speak
