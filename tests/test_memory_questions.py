@@ -47,7 +47,9 @@ MEMORY_QUESTIONS = [
     "Any idea where I parked?", "What's the code for my locker?",
     "What did you say my name was?", "How old did I say my son was?", "Where are my keys?",
     "When am I seeing the dentist?", "Do you remember if I locked the door?",
-    "What did I say I should bring tomorrow?",
+    "What did I say I should bring tomorrow?", "What did I need to buy?",
+    "How many kids do I have?", "Which gate is my flight?", "What was I going to buy?",
+    "Remember my name?", "The code I gave you earlier, what was it?",
 ]
 
 NOT_MEMORY_QUESTIONS = [
@@ -65,7 +67,8 @@ NOT_MEMORY_QUESTIONS = [
     "What did I ask?", "Which questions did I ask you?", "Do I have to pay taxes on tips?",
     "What do I need to make pancakes?", "Where am I?", "How are you?",
     "Do you remember?", "Which one is mine?", "What are my options for a vegan dinner?",
-    "What's my zodiac sign if I was born in May?", "", "   ", "?",
+    "What's my zodiac sign if I was born in May?", "Where is my nearest hospital?",
+    "What do I have to do to get a visa?", "I need to buy milk.", "", "   ", "?",
 ]
 
 
@@ -229,6 +232,19 @@ def test_no_matching_statement_is_said_plainly_and_nothing_is_guessed(talk):
     assert reply == "I can't find anything in this conversation about your dog's name."
     assert len(model.prompts) == 2
     assert conversation.history.messages[-1].content == reply
+
+
+def test_a_when_or_how_many_question_needs_a_statement_that_says_one(talk):
+    say, _, model = talk
+    model.enqueue("Noted.", "Noted.")
+    say("My flight number is BA 117.")
+    say("My brother lives in Glasgow.")
+    reply, _ = say("When is my flight?")
+    assert reply == "I can't find anything in this conversation about your flight."
+    reply, _ = say("How tall is my brother?")
+    assert reply == "I can't find anything in this conversation about your brother."
+    reply, _ = say("What's my flight number?")
+    assert reply == "You told me in message 1: “My flight number is BA 117.”"
 
 
 def test_the_first_message_can_be_a_memory_question(talk):

@@ -49,6 +49,9 @@ SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group 
     "appointment booked booking scheduled",
     "allergic allergy allergies",
     "spot space bay level",
+    "long hours hour minutes takes",
+    "tall height cm feet metres meters",
+    "far away km miles distance",
 ))
 """Words a statement may use for a word of the question; each line is one concept."""
 
@@ -63,6 +66,25 @@ COVERAGE_NEEDED = 1.0
 """Share of the question's concepts a statement must cover to be quoted. Measured with
 `benchmarks.memory_questions`: below 1.0, answers that quote a wrong statement appear
 ("my sister's birthday" found in "my birthday is in June")."""
+
+_NUMBER_WORDS = (r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                 r"thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|"
+                 r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|dozen|"
+                 r"half|a couple)\b")
+ANSWER_SHAPES = {
+    "number": re.compile(_NUMBER_WORDS, re.IGNORECASE),
+    # A clock time, a date, a day: "at 4:30", "7 pm", "the 14th", "on 3/5", "at six",
+    # "Friday", "May", "tomorrow"; not any number ("flight BA 117").
+    "time": re.compile(
+        r"\d:\d\d|\d\s*(?:am|pm|a\.m|p\.m)\b|\d(?:st|nd|rd|th)\b|\d/\d|\b(?:at|by|from|until) "
+        r"(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|half|quarter)"
+        r"|\bin (?:\d+|a|an|one|two|three|four|five|ten) (?:minutes?|hours?|days?|weeks?)\b"
+        r"|\b(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+        r"january|february|march|april|may|june|july|august|september|october|november|"
+        r"december|today|tonight|tomorrow|yesterday|morning|afternoon|evening|noon|midnight|"
+        r"week|weekend|month|year|o'clock|am|pm|christmas|easter)\b", re.IGNORECASE),
+}
+"""What an answer to "when…" or "how many…" holds: a statement without it is not one."""
 
 QUOTE_CHARS = 220
 """At most this much of a statement is quoted; a longer one is cut around the match."""
@@ -147,8 +169,12 @@ def recalled(question: MemoryQuestion, passages: Sequence[Passage],
         covered_by = [{i for i, forms in enumerate(wanted) if _covers(_tokens(s), forms)}
                       for s in said]
         covered = set().union(*covered_by) if covered_by else set()
-        if len(covered) / len(wanted) >= needed:
-            return Recalled(message, _quote(said, covered_by, wanted))
+        if len(covered) / len(wanted) < needed:
+            continue
+        quote = _quote(said, covered_by, wanted)
+        shape = ANSWER_SHAPES.get(question.expects or "")
+        if shape is None or shape.search(quote):
+            return Recalled(message, quote)
     return None
 
 

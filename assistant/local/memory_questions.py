@@ -110,16 +110,17 @@ PATTERNS: dict[str, re.Pattern[str]] = {name: re.compile(pattern) for name, patt
 
 GUARDS: dict[str, re.Pattern[str]] = {name: re.compile(pattern) for name, pattern in {
     # "where can I buy a bike", "what should I cook", "do you know where I can park"
-    "advice or how-to": r"\b(?:i|we) (?:can|could|should|shall|would|might|must|ought|need to|"
-                        r"have to|want to)\b|\b(?:can|could|should|shall|would|might|must) "
+    "advice or how-to": r"\b(?:i|we) (?:can|could|should|shall|would|might|must|ought)\b"
+                        r"|(?<!did )\b(?:i|we) (?:need|have|want) to\b"
+                        r"|\b(?:can|could|should|shall|would|might|must) "
                         r"(?:i|we)\b|^how (?:do|does|to|can|should|would)\b|\bhow to\b",
     # "why did I get this error", "what did I do wrong", "what does my name mean"
     "trouble or meaning": r"^why\b|\b(?:wrong|mistake|error|bug|broken|crash\w*)\b"
                           r"|\b(?:mean|means|meaning|stand for)$",
     # "what's my zodiac sign if I was born in May": worked out, not remembered
     "a hypothetical": r"\b(?:if|suppose|supposing|assuming)\b",
-    # "what are my options", "what are my chances": advice
-    "advice about me": r"\b(?:my|our) (?:options|chances|odds|rights)\b",
+    # "what are my options", "where is my nearest hospital": advice, or the world
+    "advice about me": r"\b(?:my|our) (?:options|chances|odds|rights|nearest|closest)\b",
     # "remind me to call mom", "remind me in 10 minutes": a reminder, not a memory
     "a reminder": r"^(?:can you |could you )?remind me (?:to|in|at|tomorrow|tonight)\b",
     # "what did I ask", "which questions did I ask": the user's questions, which hold no fact
@@ -146,7 +147,7 @@ FRAME_WORDS = frozenset(
     "cannot not do does did am is are was were be been have has had again exactly actually "
     "please still ever already just you me i my we our us mine ours it that this these those "
     "something anything thing things one ones kind sort type any some can could would will "
-    "whom whose how many much long often far big tall earlier before ago while time "
+    "whom whose how many much earlier before ago while time going gonna supposed "
     "called named".split()) | STOPWORDS
 """Words of the question's frame, not of its topic ("do you remember", "what time")."""
 
@@ -171,6 +172,9 @@ class MemoryQuestion:
     """Its content words, in order: the search query and what a statement must cover."""
     topic: str
     """What it is about, said back to the user: "your parking spot", "where you parked the car"."""
+    expects: str | None = None
+    """"time" for "when"/"what time", "number" for "how old/many/much": the answer must
+    hold one ("my flight is BA 117" does not say when the flight is)."""
 
 
 def memory_question(text: str) -> MemoryQuestion | None:
@@ -190,7 +194,16 @@ def memory_question(text: str) -> MemoryQuestion | None:
     words = content_words(said)
     if not words:
         return None  # "do you remember?": nothing to look for
-    return MemoryQuestion(text.strip(), pattern, words, topic_of(said))
+    return MemoryQuestion(text.strip(), pattern, words, topic_of(said), expected(said))
+
+
+def expected(said: str) -> str | None:
+    """What kind of answer the question's own words ask for, if they say."""
+    if re.match(r"^(?:when|what time|what day|which day|what date)\b", said):
+        return "time"
+    if re.match(r"^how (?:old|many|much)\b", said):
+        return "number"
+    return None
 
 
 def _asks(text: str, said: str) -> bool:
