@@ -208,6 +208,18 @@ def test_where_did_i_park_finds_the_statement_among_others(talk):
     assert len(model.prompts) == asked
 
 
+def test_a_synonym_alone_or_a_request_is_no_answer(talk):
+    say, _, model = talk
+    model.enqueue("What a lovely name.", "Bubbles.", "Noted.")
+    say("My dog is called Biscuit.")
+    say("Suggest a name for my goldfish.")
+    reply, _ = say("What's my name?")
+    assert reply == "I can't find anything in this conversation about your name."
+    say("My son just turned 7.")
+    reply, _ = say("How old is my son?")  # "turned" for "old", beside "son" itself
+    assert reply == "You told me in message 8: “My son just turned 7.”"
+
+
 def test_an_earlier_question_is_never_quoted_as_what_the_user_said(talk):
     say, _, model = talk
     reply, _ = say("What is my name?")

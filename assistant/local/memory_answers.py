@@ -92,10 +92,11 @@ QUOTE_CHARS = 220
 _REQUEST = re.compile(
     r"^(?:please |can you |could you |would you )?(?:tell|give|suggest|write|explain|describe|"
     r"list|show|recommend|help|find|translate|summarize|summarise|make|create|set|calculate|"
-    r"say|read|play|stop|cancel|search|look|check|add|send|call|book|plan|compare|define)\b",
+    r"say|read|play|stop|cancel|search|look|check|add|send|book|compare|define)\b",
     re.IGNORECASE)
 """A request ("Suggest a name for a goldfish.") states nothing about the user, though it
-may share the question's words. "Remember that my code is 4512" is not one."""
+may share the question's words. "Remember that my code is 4512" and "Call me Sam" are not
+one."""
 
 _ASK_AFTER_COMMA = re.compile(
     r",\s+(?=(?:what|where|when|who|which|how|why|do|does|did|can|could|would|will|is|are)"
@@ -113,17 +114,28 @@ class Recalled:
     """The sentences of `message` that hold the match, cut if long."""
 
 
-def concepts(question_words: Sequence[str]) -> list[frozenset[str]]:
+@dataclass(frozen=True)
+class Concept:
+    """A word of the question, as a statement may say it."""
+
+    own: frozenset[str]
+    """The word itself (and its past tense: "leave" → "left")."""
+    forms: frozenset[str]
+    """…and its listed synonyms."""
+
+
+def concepts(question_words: Sequence[str]) -> list[Concept]:
     """Each word of the question with its synonyms; the weak words only if nothing else."""
     strong = [w for w in question_words if w not in WEAK_WORDS] or list(question_words)
     found = []
     for word in strong:
         # "where did I leave my umbrella" → "I left it at Maria's": the past tense too.
-        forms = {word, word.replace("-", ""), past(word)}
+        own = frozenset({word, word.replace("-", ""), past(word)})
+        forms = set(own)
         for group in SYNONYMS:
             if word in group:
                 forms |= group
-        found.append(frozenset(forms))
+        found.append(Concept(own, frozenset(forms)))
     return found
 
 
@@ -166,10 +178,14 @@ def recalled(question: MemoryQuestion, passages: Sequence[Passage],
             continue
         seen.add(message.seq)
         said = statements(message.content)
-        covered_by = [{i for i, forms in enumerate(wanted) if _covers(_tokens(s), forms)}
-                      for s in said]
+        tokens = [_tokens(s) for s in said]
+        covered_by = [{i for i, concept in enumerate(wanted) if _covers(t, concept.forms)}
+                      for t in tokens]
         covered = set().union(*covered_by) if covered_by else set()
-        if len(covered) / len(wanted) < needed:
+        # At least one word of the question itself, not only a synonym: "My dog is called
+        # Biscuit" says no name of the user's.
+        own = any(_covers(t, concept.own) for t in tokens for concept in wanted)
+        if not own or len(covered) / len(wanted) < needed:
             continue
         quote = _quote(said, covered_by, wanted)
         shape = ANSWER_SHAPES.get(question.expects or "")
@@ -178,7 +194,7 @@ def recalled(question: MemoryQuestion, passages: Sequence[Passage],
     return None
 
 
-def _quote(said: list[str], covered_by: list[set[int]], wanted: list[frozenset[str]]) -> str:
+def _quote(said: list[str], covered_by: list[set[int]], wanted: list[Concept]) -> str:
     """The sentences from the first to the last that hold a match, if they fit; else the
     one that holds the most, cut around its first match."""
     holding = [i for i, covered in enumerate(covered_by) if covered]
@@ -195,7 +211,7 @@ def _quote(said: list[str], covered_by: list[set[int]], wanted: list[frozenset[s
     if len(sentence) <= QUOTE_CHARS:
         return sentence
     lowered = sentence.lower()
-    anchor = min((lowered.find(form) for forms in wanted for form in forms
+    anchor = min((lowered.find(form) for concept in wanted for form in concept.forms
                   if lowered.find(form) >= 0), default=0)
     start = max(0, min(anchor - QUOTE_CHARS // 3, len(sentence) - QUOTE_CHARS))
     if start:
