@@ -220,6 +220,16 @@ def test_a_synonym_alone_or_a_request_is_no_answer(talk):
     assert reply == "You told me in message 8: “My son just turned 7.”"
 
 
+def test_either_spelling_finds_the_other(talk):
+    say, conversation, model = talk
+    model.enqueue("Teal is lovely.")
+    say("My favourite colour is teal.")
+    reply, _ = say("Did I tell you my favorite color?")  # as Whisper writes it
+    assert reply == "You told me in message 1: “My favourite colour is teal.”"
+    assert conversation.history.messages[-2].arguments["query"] == (
+        "favorite color favourite colour")
+
+
 def test_an_earlier_question_is_never_quoted_as_what_the_user_said(talk):
     say, _, model = talk
     reply, _ = say("What is my name?")

@@ -24,6 +24,15 @@ from memory.ranking import is_question
 from memory.scan import Term, match_weight, stem, words
 from memory.search import Passage
 
+SPELLINGS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
+    "favourite favorite", "colour color", "grey gray", "mum mom", "licence license",
+    "centre center", "theatre theater", "neighbour neighbor", "wifi wi-fi", "email e-mail",
+    "metre meter", "litre liter", "jewellery jewelry", "pyjamas pajamas", "programme program",
+    "travelling traveling", "cheque check", "postcode zipcode", "ok okay",
+))
+"""One word spelt two ways: typed "favourite colour", Whisper writes "favorite color".
+Each counts as the word itself, and the search looks for both."""
+
 SYNONYMS: tuple[frozenset[str], ...] = tuple(frozenset(group.split()) for group in (
     "name called call named",
     "old age aged years turned turns born",
@@ -130,13 +139,18 @@ def concepts(question_words: Sequence[str]) -> list[Concept]:
     found = []
     for word in strong:
         # "where did I leave my umbrella" → "I left it at Maria's": the past tense too.
-        own = frozenset({word, word.replace("-", ""), past(word)})
+        own = {word, word.replace("-", ""), past(word)}
+        own |= _spellings(word)
         forms = set(own)
         for group in SYNONYMS:
             if word in group:
                 forms |= group
-        found.append(Concept(own, frozenset(forms)))
+        found.append(Concept(frozenset(own), frozenset(forms)))
     return found
+
+
+def _spellings(word: str) -> set[str]:
+    return set().union(*(group for group in SPELLINGS if word in group))
 
 
 def _tokens(sentence: str) -> set[str]:
@@ -223,8 +237,12 @@ def _quote(said: list[str], covered_by: list[set[int]], wanted: list[Concept]) -
 
 
 def search_arguments(question: MemoryQuestion) -> dict:
-    """The `conversation_history` call: the question's words, in what the user said."""
-    return {"query": " ".join(question.words), "speaker": "user"}
+    """The `conversation_history` call: the question's words (each way it is spelt), in
+    what the user said."""
+    words = list(question.words)
+    for word in question.words:
+        words += sorted(_spellings(word) - set(words))
+    return {"query": " ".join(words), "speaker": "user"}
 
 
 def spoken_memory(question: MemoryQuestion,
