@@ -148,6 +148,17 @@ def test_asking_about_ones_own_things_is_a_memory_question(hypothesis_storage, s
     assert question.topic.startswith("your ")
 
 
+@settings(max_examples=100, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=80) | st.builds(
+    " ".join, st.lists(st.sampled_from(["what", "is", "my", "did", "I", "you", "remember",
+                                        "'s", "?", "the", "of", "told", "park", "how", "old"]),
+                       max_size=10)))
+def test_any_text_is_read_without_failing(hypothesis_storage, text):
+    question = memory_question(text)
+    assert question is None or (question.words and question.topic)
+
+
 # -- answered through a conversation ----------------------------------------------------------
 
 @pytest.fixture(scope="module")

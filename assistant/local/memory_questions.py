@@ -56,7 +56,7 @@ def normalized(text: str) -> str:
 
 _WH = r"(?:what|where|when|who|whom|whose|which|how (?:old|many|much|long|tall|big|far|often))"
 _WH_PHRASE = rf"{_WH}(?: [\w'-]+){{0,3}}?"
-"""A question word and up to two words of its own: "what", "what time", "which hotel",
+"""A question word and up to three words of its own: "what", "what time", "which hotel",
 "how many kids", "what kind of car". A bare "how" asks how to do something and is not one."""
 _MINE = r"(?:my|our|mine|ours)"
 _ME = r"(?:i|we)"
