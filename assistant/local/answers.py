@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from assistant.local.matcher import IntentMatch, IntentMatcher
+from assistant.local.memory_answers import search_arguments, spoken_memory
+from assistant.local.memory_questions import memory_question
 from assistant.tools import ToolOutput
 from memory.search import Passage
 
@@ -198,12 +200,22 @@ def _spoken_when(topic: str, today: Callable[[], date] = date.today
     return speak
 
 
+MEMORY_INTENT = "ParleyMemoryQuestion"
+
+
 class LocalIntents:
     """Answers the everyday requests without the model; one per conversation (it remembers
-    a question it asked, such as a timer's length)."""
+    a question it asked, such as a timer's length).
 
-    def __init__(self, matcher: IntentMatcher | None = None) -> None:
+    With `memory_questions`, a question about what the user said or about their own
+    things ("what is my name", "where did I park") that no template matched is answered
+    from the conversation (`assistant.local.memory_answers`), found or not.
+    """
+
+    def __init__(self, matcher: IntentMatcher | None = None,
+                 memory_questions: bool = True) -> None:
         self.matcher = matcher or IntentMatcher()
+        self.memory_questions = memory_questions
         self._pending_timer: str | None = None
         """A timer was asked for without a length: its name, while "for how long?" waits."""
 
@@ -218,6 +230,10 @@ class LocalIntents:
             answer = self._answer(match, last_reply)
             if answer is not None:
                 return answer
+        question = memory_question(text) if self.memory_questions else None
+        if question is not None:
+            return LocalAnswer(MEMORY_INTENT, "conversation_history", search_arguments(question),
+                               spoken_memory(question))
         return None
 
     def _start_timer(self, slots: dict) -> LocalAnswer | None:
