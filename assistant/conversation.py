@@ -20,9 +20,10 @@ from assistant.events import (
     ToolCall,
     ToolResult,
 )
+from assistant.guarded_answer import GuardedAnswer, prompt_text
 from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
-from assistant.sentences import SentenceSplitter, split_sentences
+from assistant.sentences import split_sentences
 from assistant.summarizer import SummarizesConversation
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
 from memory.fitting import CurrentMessageTooLong
@@ -163,9 +164,9 @@ class Conversation(SummarizesConversation):
             return self._answer_locally(text, local, emit, first_clause_words)
         user = self.history.add("user", text)
         tools = self._tools_over(self.history.messages[:-1])
-        answer = ""
         usage = UsageChunk(0, 0, 0)
-        splitter = SentenceSplitter(first_clause_words)
+        shown = GuardedAnswer(emit, prompt_text(self.settings.system_prompt, tools.specs()),
+                              cancel, first_clause_words)
         calls = 0
         try:
             if not self._summarize_if_needed(user.seq, tools, emit, cancel):
@@ -186,15 +187,13 @@ class Conversation(SummarizesConversation):
                     emit(RecallHint(prompt.recalled))
                 call: ToolCallChunk | None = None
                 step, first_token = self.clock(), None
+                # The model stops when the user does, or at a loop or a leak (`shown`).
                 for chunk in self.model.stream(prompt.messages, specs,
-                                               self.settings.answer_tokens, cancel):
+                                               self.settings.answer_tokens, shown.model_cancel):
                     if isinstance(chunk, TextChunk):
                         if first_token is None:
                             first_token = self.clock() - step
-                        answer += chunk.text
-                        emit(TextDelta(chunk.text))
-                        for sentence in splitter.feed(chunk.text):
-                            emit(Sentence(sentence))
+                        shown.add(chunk.text)
                     elif isinstance(chunk, ToolCallChunk) and specs and call is None:
                         call = chunk
                     elif isinstance(chunk, UsageChunk):
@@ -206,7 +205,7 @@ class Conversation(SummarizesConversation):
                         usage = UsageChunk(usage.prompt_tokens + chunk.prompt_tokens,
                                            usage.processed_tokens + chunk.processed_tokens,
                                            usage.completion_tokens + chunk.completion_tokens)
-                if cancel.cancelled or call is None:
+                if shown.model_cancel.cancelled or call is None:
                     break
                 calls += 1
                 self._run_tool(tools, call, emit)
@@ -230,9 +229,7 @@ class Conversation(SummarizesConversation):
             self.history.remove_from(user.seq)
             emit(internal_error(exc))
             return None
-        for sentence in splitter.finish():
-            emit(Sentence(sentence))
-        answer = answer.strip()
+        answer = shown.finish(cancel.cancelled)
         if answer:
             self.history.add("assistant", answer)
         elif cancel.cancelled:
