@@ -62,6 +62,9 @@ class ReplySettings:
     recent_exchanges: int | None = None
     """Earlier exchanges shown to the model verbatim (None: all that fit). The embedded
     135M model repeats an earlier answer it sees; it gets 0."""
+    guard_replies: bool = True
+    """Cut a reply where the model repeats itself or writes its prompt, a template token or
+    a tool call's JSON (`assistant/reply_guard.py`). Off only to measure what it saves."""
 
     def __post_init__(self) -> None:
         if self.answer_tokens < 16:
@@ -166,7 +169,7 @@ class Conversation(SummarizesConversation):
         tools = self._tools_over(self.history.messages[:-1])
         usage = UsageChunk(0, 0, 0)
         shown = GuardedAnswer(emit, prompt_text(self.settings.system_prompt, tools.specs()),
-                              cancel, first_clause_words)
+                              cancel, first_clause_words, self.settings.guard_replies)
         calls = 0
         try:
             if not self._summarize_if_needed(user.seq, tools, emit, cancel):

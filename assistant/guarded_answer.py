@@ -70,17 +70,22 @@ class GuardedAnswer:
     """One reply's answer: feed the model's text with `add`, then `finish`."""
 
     def __init__(self, emit: Callable[[Event], None], prompt: PromptText,
-                 cancel: CancelToken, first_clause_words: int = 0) -> None:
+                 cancel: CancelToken, first_clause_words: int = 0, guarded: bool = True
+                 ) -> None:
         self.emit = emit
         self.model_cancel: CancelToken = _UserOrGuard(cancel)
         """The model's generation stops when this is cancelled: it then still reports
         what it used (a model checks it between tokens)."""
-        self.guard = ReplyGuard(prompt)
+        self.guard = ReplyGuard(prompt) if guarded else None
+        """None: the model's text is shown as it comes."""
         self.splitter = SentenceSplitter(first_clause_words)
         self.text = ""
 
     def add(self, text: str) -> None:
         """Show what is safe of `text`; at a loop or a leak, stop the model."""
+        if self.guard is None:
+            self._show(text)
+            return
         self._show(self.guard.feed(text))
         if self.guard.cut is not None:
             self.model_cancel.cancel()
@@ -88,11 +93,12 @@ class GuardedAnswer:
     def finish(self, cancelled: bool = False) -> str:
         """The rest that is safe, the last sentence, why it was cut; the answer to keep. A
         reply cut to nothing says so in one sentence rather than nothing."""
-        self._show(self.guard.finish())
+        if self.guard is not None:
+            self._show(self.guard.finish())
         for sentence in self.splitter.finish():
             self.emit(Sentence(sentence))
         answer = self.text.strip()
-        cut = self.guard.cut
+        cut = self.guard.cut if self.guard is not None else None
         if cut is None:
             return answer
         # Where and why, not the words: a log shows no conversation.
