@@ -173,9 +173,13 @@ class Mode:
 
 def ask(mode: Mode, number: int, question: str, forbidden: set[tuple[str, ...]]) -> None:
     events: list[Event] = []
+    model = mode.talk.model
+    if isinstance(model, Recorded):
+        model.replayed_seconds = 0.0
     started = time.perf_counter()
     done = mode.talk.reply(question, events.append)
-    mode.seconds.append(time.perf_counter() - started)
+    replayed = model.replayed_seconds if isinstance(model, Recorded) else 0.0
+    mode.seconds.append(time.perf_counter() - started + replayed)
     text = done.text if isinstance(done, ReplyDone) else ""
     mode.replies.append(text)
     tokens = done.completion_tokens if isinstance(done, ReplyDone) else 0
@@ -193,13 +197,15 @@ class Recorded(ChatModel):
     """The model, each generation kept by its prompt. With `replay`, a prompt generated
     before is answered from that record at the pace it was generated: the seeded model
     gives the same tokens for the same prompt, so the guarded run does not generate again
-    what the unguarded run just did (its time is what that took, up to its cut)."""
+    what the unguarded run just did; its time is what that took, up to its cut."""
 
     def __init__(self, model: ChatModel, records: dict, replay: bool) -> None:
         self.model, self.records, self.replay = model, records, replay
         self.name, self.context_size = model.name, model.context_size
         self.capabilities = model.capabilities
         self.replayed = self.generated = 0
+        self.replayed_seconds = 0.0
+        """Of the generations replayed since it was last reset: the time they took."""
 
     def count_tokens(self, message: PromptMessage) -> int:
         return self.model.count_tokens(message)
@@ -219,13 +225,14 @@ class Recorded(ChatModel):
         started = time.perf_counter()
         if self.replay and key in self.records:
             self.replayed += 1
+            done = self.replayed_seconds
             texts = 0
             for at, chunk in self.records[key]:
                 if cancel is not None and cancel.cancelled:  # as the model: stop, report
                     usage = self.records[key][-1][1]
                     yield UsageChunk(usage.prompt_tokens, usage.processed_tokens, texts)
                     return
-                time.sleep(max(0.0, at - (time.perf_counter() - started)))
+                self.replayed_seconds = done + at  # what generating up to here took
                 texts += isinstance(chunk, TextChunk)
                 yield chunk
             return
@@ -326,11 +333,20 @@ def main(argv: list[str] | None = None) -> None:
     tools = describe_tools([*guarded.talk.tools.specs(), history_tool.SPEC])
     forbidden = prompt_runs(guarded.talk.settings.system_prompt, tools)
     started = time.perf_counter()
-    for number, question in enumerate(questions, 1):
-        for mode in (bare, guarded):  # turn by turn; the guarded one may replay the other
-            ask(mode, number, question, forbidden)
-        print(f"\r{number}/{len(questions)} turns, {time.perf_counter() - started:.0f} s",
-              end="", flush=True)
+    try:
+        for number, question in enumerate(questions, 1):
+            for mode in (bare, guarded):  # turn by turn; the guarded one may replay the other
+                ask(mode, number, question, forbidden)
+            print(f"\r{number}/{len(questions)} turns, {time.perf_counter() - started:.0f} s",
+                  end="", flush=True)
+    except KeyboardInterrupt:  # Ctrl-C: the figures of the turns both modes finished
+        done = len(guarded.replies)
+        bare.replies, bare.tokens, bare.seconds = (
+            bare.replies[:done], bare.tokens[:done], bare.seconds[:done])
+        bare.loops = [(n, why) for n, why in bare.loops if n <= done]
+        bare.leaks = [(n, why) for n, why in bare.leaks if n <= done]
+        questions = questions[:done]
+        print(f"\nstopped after {done} turns")
     timers.close()
     report([guarded, bare], questions, args.show)
     repeat_words_measure(bare, prompt_text(guarded_talk.settings.system_prompt,

@@ -9,6 +9,7 @@ from assistant.events import ReplyCut, ReplyDone, Sentence, TextDelta
 from assistant.guarded_answer import prompt_text
 from assistant.prompt import SYSTEM_PROMPT
 from assistant.reply_guard import FALLBACK, CutReason, ReplyGuard
+from assistant.sentences import split_sentences
 from assistant.tools import builtin_tools
 from models.base import CancelToken
 from tests.fakes import ScriptedChatModel
@@ -192,3 +193,29 @@ def test_a_cancelled_reply_is_not_replaced_by_the_apology():
     events: list = []
     done = conversation.reply("hi", events.append, cancel)
     assert done.cancelled and FALLBACK not in shown(events)[0]
+
+
+# -- the embedded model ------------------------------------------------------------------
+
+@pytest.mark.real
+def test_the_embedded_model_looping_on_a_question_is_cut_at_its_first_repeat():
+    """Asked this, the seeded SmolLM2-135M says one paragraph again and again until its
+    1,024 tokens run out (with the settings `parley chat` gives it)."""
+    from assistant.timer_tool import timer_tool
+    from assistant.timers import Timers
+    from models.embedded import default_llm
+    from models.llama import LlamaChatModel
+
+    model = LlamaChatModel(default_llm(), context_size=2048)
+    tools = builtin_tools()
+    timers = Timers(background=False)
+    tools.register(timer_tool(timers))
+    settings = ReplySettings(answer_tokens=1024, recent_exchanges=0, tell_date=False)
+    events: list = []
+    done = Conversation(model, tools, settings).reply("Tell me about the history of Rome.",
+                                                      events.append)
+    timers.close()
+    assert ReplyCut("repetition") in events
+    assert 0 < done.completion_tokens < 1024 and "Rome" in done.text
+    said = [" ".join(sentence.lower().split()) for sentence in split_sentences(done.text)]
+    assert len(said) == len(set(said)) >= 3
