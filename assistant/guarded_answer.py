@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import cache
 
 from assistant import history_tool
 from assistant.events import Event, ReplyCut, Sentence, TextDelta
@@ -25,7 +26,8 @@ MADE_UP_PROMPT_PHRASES = ("The user's next message",)
 """Words about its prompt that the embedded model writes though no prompt holds them."""
 
 
-def summary_framing() -> list[str]:
+@cache
+def summary_framing() -> tuple[str, ...]:
     """The lines the summary block puts around the summary's own bullets and entries (its
     content is the conversation's, which the model may well repeat)."""
     history = History()
@@ -35,7 +37,7 @@ def summary_framing() -> list[str]:
     for with_lookup in (True, False):
         block = summary_block(RunningSummary(("- x",), 2), history.messages, with_lookup)
         lines += [line for line in block.splitlines() if not line.startswith("- ")]
-    return lines
+    return tuple(lines)
 
 
 def identity_dropped(system_prompt: str) -> str:

@@ -177,6 +177,8 @@ class ReplyGuard:
         char = self.text[i]
         if self._json is not None:
             self._read_json(i, char)
+            if self.cut is not None:
+                return
         if char.isspace():
             if self._word_start is not None:
                 self._end_word(i)

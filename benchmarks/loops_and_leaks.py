@@ -1,6 +1,7 @@
 """`python -m benchmarks.loops_and_leaks`: replies that loop or leak, with the guard and without.
 
-    python -m benchmarks.loops_and_leaks [--turns 100] [--answer-tokens 1024] [--show]
+    python -m benchmarks.loops_and_leaks [--turns 100] [--answer-tokens 1024] [--minutes M]
+                                         [--show]
 
 A varied session of open questions (general knowledge, how-to, chit-chat, follow-ups; no
 time, date, timer or arithmetic, which local intents answer) goes through the embedded
@@ -52,7 +53,7 @@ from models.base import (
 )
 from models.toolcalls import describe_tools
 
-QUESTIONS = [
+_KINDS = [
     # general knowledge
     "Tell me about the history of Rome.", "What is photosynthesis?", "Who wrote Hamlet?",
     "What are the planets in the solar system?", "Why is the sky blue?",
@@ -100,6 +101,12 @@ QUESTIONS = [
     "Is that true?", "Can you make it shorter?", "What do you mean?",
     "Tell me more.", "Which one is best?", "Why do you say that?",
 ]
+_STARTS = (0, 40, 65, 85, 100)
+"""Where each kind begins above: general knowledge, how-to, chit-chat, follow-ups."""
+QUESTIONS = [kind[i] for i in range(40) for kind in
+             (_KINDS[a:b] for a, b in zip(_STARTS, _STARTS[1:], strict=False)) if i < len(kind)]
+"""The kinds in turn (a follow-up then follows some question), so that the first turns of
+a run stopped early are as varied as the whole."""
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _TEMPLATE = re.compile(r"<\||\|>|\[/?INST\]|</s>|</?tool_call>|</?tool_response>|"
@@ -321,6 +328,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--answer-tokens", type=int, default=1024,
                         help="the answer budget (default 1024, as `parley chat`)")
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop after the turn that ends past this many minutes")
     parser.add_argument("--show", action="store_true",
                         help="print the replies the guard cut, and their unguarded twins")
     args = parser.parse_args(argv)
@@ -339,6 +348,8 @@ def main(argv: list[str] | None = None) -> None:
                 ask(mode, number, question, forbidden)
             print(f"\r{number}/{len(questions)} turns, {time.perf_counter() - started:.0f} s",
                   end="", flush=True)
+            if args.minutes is not None and time.perf_counter() - started > args.minutes * 60:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:  # Ctrl-C: the figures of the turns both modes finished
         done = len(guarded.replies)
         bare.replies, bare.tokens, bare.seconds = (
