@@ -322,6 +322,9 @@ class ReplyGuard:
         while said and said[0] == "0":  # "1. Eat well." and "2. Eat well." say the same
             said = said[1:]
         key = tuple(said)
+        if not key and not final and self._words[self._sentence_first_word:]:
+            self._sentence_start = start  # "6. " alone: a list's number goes with its item
+            return
         seen = self._sentences.get(key, 0)
         if key and (seen >= 2 or (seen and len(key) >= self.short_sentence_words)):
             self._stop(CutReason.REPETITION, start)

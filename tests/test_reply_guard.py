@@ -53,6 +53,13 @@ def test_a_long_run_of_words_said_again_inside_other_sentences_is_a_loop():
     assert guard.cut.reason is CutReason.REPETITION
 
 
+def test_a_list_item_that_repeats_an_earlier_one_is_cut_with_its_number():
+    text = ("Tips:\n1. Sleep at the same time every night.\n2. Avoid coffee late in the day."
+            "\n3. Sleep at the same time every night.\n")
+    out, guard = guarded(text, [2])
+    assert out == text[:text.index("3.")] and guard.cut.reason is CutReason.REPETITION
+
+
 def test_a_normal_reply_with_a_repeated_short_word_passes_unchanged():
     for sizes in ([1], [4], None):
         out, guard = guarded(NORMAL, sizes)
