@@ -20,9 +20,10 @@ from assistant.events import (
     ToolCall,
     ToolResult,
 )
+from assistant.guarded_answer import GuardedAnswer, prompt_text
 from assistant.local.answers import LocalAnswer, LocalIntents
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
-from assistant.sentences import SentenceSplitter, split_sentences
+from assistant.sentences import split_sentences
 from assistant.summarizer import SummarizesConversation
 from assistant.tool_offers import change_said, offered_for
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
@@ -62,6 +63,9 @@ class ReplySettings:
     recent_exchanges: int | None = None
     """Earlier exchanges shown to the model verbatim (None: all that fit). The embedded
     135M model repeats an earlier answer it sees; it gets 0."""
+    guard_replies: bool = True
+    """Cut a reply where the model repeats itself or writes its prompt, a template token or
+    a tool call's JSON (`assistant/reply_guard.py`). Off only to measure what it saves."""
 
     def __post_init__(self) -> None:
         if self.answer_tokens < 16:
@@ -164,9 +168,9 @@ class Conversation(SummarizesConversation):
             return self._answer_locally(text, local, emit, first_clause_words)
         user = self.history.add("user", text)
         tools = self._tools_over(self.history.messages[:-1], text)
-        answer = ""
         usage = UsageChunk(0, 0, 0)
-        splitter = SentenceSplitter(first_clause_words)
+        shown = GuardedAnswer(emit, prompt_text(self.settings.system_prompt, tools.specs()),
+                              cancel, first_clause_words, self.settings.guard_replies)
         calls = 0
         try:
             if not self._summarize_if_needed(user.seq, tools, emit, cancel):
@@ -187,15 +191,13 @@ class Conversation(SummarizesConversation):
                     emit(RecallHint(prompt.recalled))
                 call: ToolCallChunk | None = None
                 step, first_token = self.clock(), None
+                # The model stops when the user does, or at a loop or a leak (`shown`).
                 for chunk in self.model.stream(prompt.messages, specs,
-                                               self.settings.answer_tokens, cancel):
+                                               self.settings.answer_tokens, shown.model_cancel):
                     if isinstance(chunk, TextChunk):
                         if first_token is None:
                             first_token = self.clock() - step
-                        answer += chunk.text
-                        emit(TextDelta(chunk.text))
-                        for sentence in splitter.feed(chunk.text):
-                            emit(Sentence(sentence))
+                        shown.add(chunk.text)
                     elif isinstance(chunk, ToolCallChunk) and call is None and (
                             calls < self.settings.max_tool_calls):  # offered none: told so
                         call = chunk
@@ -208,16 +210,13 @@ class Conversation(SummarizesConversation):
                         usage = UsageChunk(usage.prompt_tokens + chunk.prompt_tokens,
                                            usage.processed_tokens + chunk.processed_tokens,
                                            usage.completion_tokens + chunk.completion_tokens)
-                if cancel.cancelled or call is None:
+                if shown.model_cancel.cancelled or call is None:
                     break
                 calls += 1
                 self._run_tool(tools, call, emit)
-                said = change_said(tools, answer)
+                said = change_said(tools, shown.text)
                 if said:  # a timer set: its sentence is the answer, and the reply is done
-                    answer += said
-                    emit(TextDelta(said))
-                    for sentence in splitter.feed(said):
-                        emit(Sentence(sentence))
+                    shown.say(said)
                 if cancel.cancelled or said:
                     break
         except CurrentMessageTooLong as exc:
@@ -238,9 +237,7 @@ class Conversation(SummarizesConversation):
             self.history.remove_from(user.seq)
             emit(internal_error(exc))
             return None
-        for sentence in splitter.finish():
-            emit(Sentence(sentence))
-        answer = answer.strip()
+        answer = shown.finish(cancel.cancelled)
         if answer:
             self.history.add("assistant", answer)
         elif cancel.cancelled:

@@ -162,6 +162,17 @@ class Sentence(_Event):
 
 
 @dataclass(frozen=True)
+class ReplyCut(_Event):
+    """The model's text was cut short: it began to repeat itself, or to write its prompt,
+    a chat-template token or a tool call's JSON as text. The reply keeps what came before;
+    the rest was never shown nor spoken."""
+
+    event_type: ClassVar[str] = "reply-cut"
+    reason: str
+    """`repetition`, `prompt-text`, `template-token` or `tool-call`."""
+
+
+@dataclass(frozen=True)
 class ReplyDone(_Event):
     """The reply ended; `text` is the whole answer."""
 
@@ -243,10 +254,10 @@ class TimerFinished(_Event):
 
 
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | SummaryCancelled | RecallHint
-         | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyDone
-         | Error | Heard | Spoken | Interrupted | Wake | TimerFinished)
+         | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyCut
+         | ReplyDone | Error | Heard | Spoken | Interrupted | Wake | TimerFinished)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
-    ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyDone, Error, Heard,
-    Spoken, Interrupted, Wake, TimerFinished)
+    ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyCut, ReplyDone, Error,
+    Heard, Spoken, Interrupted, Wake, TimerFinished)
 """Every event, in the order docs/events.md documents them."""

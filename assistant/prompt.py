@@ -34,6 +34,8 @@ HINT_MIN_SHARE = 0.45
 """A recall hint is shown when its passage holds at least this share of the query's weight…"""
 HINT_MIN_SCORE = 1.6
 """…and matches rare words, not only common ones."""
+HINT_OPENING = "(From earlier in this conversation, message #"
+"""How a recall hint begins; then its number, who said it and the passage."""
 NEXT_MESSAGE_TOKENS = 64
 """Room kept for the user's next message when its prompt's beginning is prepared: about a
 long spoken sentence. Only a nearly full context fits differently with the real message."""
@@ -173,5 +175,4 @@ class PromptBuilder:
         # Who said it, not when: a time in the hint would make the small model's answer
         # change with the minute it is asked in.
         who = describe(replace(message, at=None))
-        return place.seq, (f"(From earlier in this conversation, message #{place.seq}, "
-                           f"{who}: “{passage}”)")
+        return place.seq, f"{HINT_OPENING}{place.seq}, {who}: “{passage}”)"

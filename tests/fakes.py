@@ -48,6 +48,8 @@ class ScriptedChatModel(ChatModel):
         self.offered: list[list[str]] = []
         self.chunk_size = chunk_size
         self.prefills: list[list[PromptMessage]] = []
+        self.sent: list[int] = []
+        """For each reply streamed, how many of its characters it sent before it stopped."""
 
     def enqueue(self, *replies: str | Exception) -> None:
         self.queue.extend(replies)
@@ -75,9 +77,11 @@ class ScriptedChatModel(ChatModel):
         if isinstance(reply, Exception):
             raise reply
         scanner = ToolCallScanner(tools=tools)
+        self.sent.append(0)
         for start in range(0, len(reply), self.chunk_size):
             if cancel is not None and cancel.cancelled:
                 break
+            self.sent[-1] = min(start + self.chunk_size, len(reply))
             yield from scanner.feed(reply[start:start + self.chunk_size])
         yield from scanner.finish()
         total = sum(self.count_tokens(m) for m in messages)

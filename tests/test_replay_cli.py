@@ -16,6 +16,7 @@ from audio.files import write_wav
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import clip
 from tests.support.command_line import without_user_settings
+from tests.support.conversations import distinct_sentences, long_answer
 
 RATE = 16000
 HELLO, OVER = 4000, 12000
@@ -148,7 +149,7 @@ def test_replay_out_writes_the_document_there_and_prints_nothing(parley_replay, 
     assert list((tmp_path / "home").iterdir()) == []
 
 
-LONG_ANSWER = " ".join([SENTENCE] * 3)
+LONG_ANSWER = long_answer(3)
 """3.3 s of speech: a clip 1 s into it comes while Parley is still speaking."""
 INTO_REPLY_MS = 1000
 SPOKEN_OVER = [{"text": "Tell me a long story."}, {"audio": "over.wav",
@@ -190,7 +191,7 @@ def test_during_reply_ms_without_barge_in_is_not_heard_under_fast(parley_replay)
     first, second = report["turns"]
     assert first["interrupted"] is False and first["reply"] == LONG_ANSWER
     spoken = [e for e in first["events"] if e["type"] == "spoken"]
-    assert [e["text"] for e in spoken] == [SENTENCE] * 3
+    assert [e["text"] for e in spoken] == distinct_sentences(3)
     assert first["spoken_seconds"] == pytest.approx(3 * len(SENTENCE) * MS_PER_CHAR / 1000)
     assert "interrupted" not in [e["type"] for e in first["events"]]
     assert not BARGE_IN_TIMINGS & set(first["timings"])

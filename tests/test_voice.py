@@ -21,7 +21,7 @@ from tests.fakes import (
 )
 from tests.support.clips import clip
 from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
-from tests.support.conversations import filler, summarizing_conversation
+from tests.support.conversations import filler, long_answer, summarizing_conversation
 from tests.support.voice_harness import run_turns
 from tests.support.voice_sessions import (
     HELLO,
@@ -137,7 +137,7 @@ def test_an_utterance_longer_than_the_maximum_is_cut_not_lost(tmp_path):
 
 def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     model = ScriptedChatModel()
-    model.enqueue("This is a long answer. " * 6, "All right, I stopped.")
+    model.enqueue(long_answer(6), "All right, I stopped.")
     clock = MicrophoneClock()
     loop, *_ = make_loop(model, barge_in=True, realtime=True, keep_audio=True, clock=clock)
     stop = clip(1.0, STOP)
@@ -185,7 +185,7 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
 
 def test_without_barge_in_parley_does_not_hear_itself(tmp_path):
     model = ScriptedChatModel()
-    model.enqueue("This is a long answer. " * 6, "Unexpected.")
+    model.enqueue(long_answer(6), "Unexpected.")
     report, *_ = run_session(
         tmp_path, model,
         [{"audio": "hello.wav"}, {"audio": "stop.wav", "during_reply_ms": 500}],
@@ -379,7 +379,7 @@ def test_speech_begun_before_parley_talks_is_kept_not_dropped():
 
 def test_interrupting_drops_the_turns_still_waiting():
     model = ScriptedChatModel()
-    model.enqueue("This is a long answer. " * 10, "Should not come.", "After.")
+    model.enqueue(long_answer(10), "Should not come.", "After.")
     loop, *_ = make_loop(model, realtime=True)
     try:
         loop.submit_text("first")
@@ -457,7 +457,7 @@ def test_a_spoken_question_whose_reply_is_cut_short_stays_in_the_conversation(tm
     must note what was heard in that copy, which then becomes the conversation (noting it
     in the conversation itself changed it, and the whole exchange was thrown away)."""
     model = ScriptedChatModel()
-    model.enqueue("This is a long answer. " * 6, "All right, I stopped.")
+    model.enqueue(long_answer(6), "All right, I stopped.")
     report, loop, *_ = run_session(
         tmp_path, model,
         [{"audio": "hello.wav"}, {"audio": "stop.wav", "during_reply_ms": 1500}],

@@ -168,7 +168,9 @@ def test_a_follow_up_needs_no_wake_word_until_the_window_closes(okay_nabu):
 
 def test_the_wake_word_stops_parley_mid_reply_and_other_speech_does_not(okay_nabu):
     model = ScriptedChatModel()
-    model.enqueue("This is a very long answer that goes on and on about many things. " * 3)
+    model.enqueue("This is a very long answer that goes on and on about many things. "
+                  "It tells of ships and of sails, of the sea and its tides and harbours. "
+                  "Then it turns to the birds, the trees, the wind and the long winters. ")
     loop, stt = make_loop(model, realtime=True)
     try:
         loop.submit_text("Tell me everything.")
@@ -206,7 +208,8 @@ class ListeningDetector(WakeWordDetector):
 
 def test_the_loop_tells_the_detector_when_parley_speaks(okay_nabu):
     model = ScriptedChatModel()
-    model.enqueue("This is a long answer that goes on about many things. " * 2)
+    model.enqueue("This is a long answer that goes on about many things. "
+                  "It tells of ships and sails, the sea and its harbours. ")
     loop, _ = make_loop(model, realtime=True)
     loop.wake_word = detector = ListeningDetector()
     try:

@@ -26,10 +26,27 @@ def chat(conversation: Conversation, model: ScriptedChatModel, *turns: tuple[str
     return events
 
 
+def distinct_sentences(count: int) -> list[str]:
+    """Up to 12 sentences of 22 characters, as long to speak as "This is a long answer."
+    (the first), none said twice: a long answer that is not a loop, which Parley cuts."""
+    return [f"This is a {letter}ong answer." for letter in "lsgbdhkmptwz"[:count]]
+
+
+def long_answer(sentences: int) -> str:
+    return " ".join(distinct_sentences(sentences))
+
+
+def varied_words(count: int) -> str:
+    """`count` words of 6 letters, none twice: an answer that never repeats itself (a
+    reply saying one word over and over is cut short as a loop)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "".join(f"deta{letters[i // 26 % 26]}{letters[i % 26]} " for i in range(count))
+
+
 def filler(n: int) -> tuple[str, str]:
     """Turn `n` of a long talk: about 200 words asked, 170 answered."""
     return (f"Question {n}: tell me about topic {n} in some detail " + "words " * 190,
-            f"Answer {n}: here is what I know about topic {n}. " + "detail " * 165)
+            f"Answer {n}: here is what I know about topic {n}. " + varied_words(165))
 
 
 def idle_conversation(hold: int = 0) -> tuple[Conversation, HeldSummaries]:
