@@ -45,11 +45,11 @@ def could_need(tool_name: str, request: str) -> bool:
     return needs is None or bool(needs.search(request))
 
 
-def offered_for(request: str, tools: ToolRegistry) -> ToolRegistry:
-    """The tools of `tools` the request could need, in the same order, doing only the
-    changes it asks for (`RequestTools`)."""
-    return RequestTools([tool for tool in tools.tools() if could_need(tool.spec.name, request)],
-                        request)
+def offered_for(request: str, tools: ToolRegistry, only_needed: bool = True) -> ToolRegistry:
+    """The tools of `tools` the request could need (all of them unless `only_needed`), in
+    the same order, doing only the changes it asks for (`RequestTools`)."""
+    return RequestTools([tool for tool in tools.tools()
+                         if not only_needed or could_need(tool.spec.name, request)], request)
 
 
 _TIMER_ACTIONS = {

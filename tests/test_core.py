@@ -65,8 +65,7 @@ def test_research_budget_then_final_answer_without_tools():
     model.enqueue(call, call, "Done.")
     events: list = []
     conversation.reply("time?", events.append)
-    # "time?" could need the clock, not the calculator: only the clock is offered.
-    assert model.offered == [["clock"], ["clock"], []]
+    assert model.offered == [["clock", "calculator"], ["clock", "calculator"], []]
     assert len([e for e in events if isinstance(e, ToolCall)]) == 2
 
 

@@ -55,6 +55,7 @@ MEMORY_QUESTIONS = [
 NOT_MEMORY_QUESTIONS = [
     "What is the capital of Japan?", "How do I check the logs of a docker container?",
     "What should I cook tonight?", "Where can I buy a bike?", "Tell me a joke.",
+    "Remember the word lighthouse.", "Remember my code is 4417.",
     "What is the tallest mountain in the world?", "How can I improve my sleep?",
     "What should I name my new puppy?", "Why is my code slow?",
     "What is the weather like in my city?", "Who wrote Pride and Prejudice?",

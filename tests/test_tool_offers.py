@@ -9,7 +9,7 @@ from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tool_offers import offered_for
 from assistant.tools import Tool, builtin_tools
-from models.base import ToolSpec
+from models.base import ModelCapabilities, ToolSpec
 from tests.fakes import ScriptedChatModel
 from tests.support.clocks import ManualClock
 
@@ -41,13 +41,31 @@ def test_a_tool_parley_does_not_know_is_always_offered():
     assert [t.name for t in offered_for("Tell me a joke.", tools).specs()] == ["weather"]
 
 
-def test_a_question_needing_no_tool_reaches_the_model_without_them():
+def native_tool_model() -> ScriptedChatModel:
+    """A model whose chat template reads tools itself, as Qwen's and Llama 3.x's do."""
     model = ScriptedChatModel()
+    model.capabilities = ModelCapabilities(native_tools=True, prefill=True)
+    return model
+
+
+def test_a_question_needing_no_tool_reaches_the_model_without_them():
+    model = native_tool_model()
     conversation = Conversation(model, all_tools())
     model.enqueue("Run docker logs with the container's name.", "Try docker logs -f.")
     conversation.reply("How do I check the logs of a docker container?", lambda e: None)
     conversation.reply("And to follow them?", lambda e: None)
     assert model.offered == [[], ["conversation_history"]]
+
+
+def test_a_model_told_its_tools_in_the_prompt_is_offered_them_all_every_time():
+    # Its tools are written into the system prompt: the same every turn, so the beginning
+    # of the prompt prepared between turns is the one the reply uses.
+    model = ScriptedChatModel()
+    conversation = Conversation(model, all_tools())
+    conversation.reply("Name a colour.", lambda e: None)
+    conversation.reply("Name another one.", lambda e: None)
+    everything = ["clock", "calculator", "timer"]
+    assert model.offered == [everything, [*everything, "conversation_history"]]
 
 
 def test_a_timer_started_without_its_length_is_not_run():

@@ -187,6 +187,8 @@ def memory_question(text: str) -> MemoryQuestion | None:
         return None
     if pattern == "I told you" and not _asks(text, said):
         return None  # "I told you my name is Sam." tells; it does not ask
+    if _KEEP_THIS.match(said) and not text.rstrip().endswith("?"):
+        return None  # "Remember the word lighthouse." asks Parley to keep it, not to recall
     strong = _STRONG.search(said) is not None
     for name, guard in GUARDS.items():
         if guard.search(said) and not (strong and name in OUTWEIGHED):
@@ -195,6 +197,11 @@ def memory_question(text: str) -> MemoryQuestion | None:
     if not words:
         return None  # "do you remember?": nothing to look for
     return MemoryQuestion(text.strip(), pattern, words, topic_of(said), expected(said))
+
+
+_KEEP_THIS = re.compile(r"^(?:you )?(?:remember|recall) (?:my|our|the|this|that)\b")
+"""An order to remember something, unless it ends in a question mark ("Remember my locker
+code?"); "remember what I said" asks either way."""
 
 
 def expected(said: str) -> str | None:
