@@ -301,8 +301,12 @@ class ReplyGuard:
     def _check_repeat(self, last: int) -> None:
         """A run of words said before, inside the sentence being written."""
         whole_sentence_held = bool(self._sentences)
+        # Held, the sentence is cut at its start, so a run may begin in the sentence before
+        # ("…of your houseplant. Some" said again as "…of your houseplant some days").
         in_sentence = last - self._sentence_first_word + 1
-        for k in range(min(self.repeat_words, in_sentence), 0, -1):
+        longest = self.repeat_words if whole_sentence_held else min(self.repeat_words,
+                                                                     in_sentence)
+        for k in range(min(longest, last + 1), 0, -1):
             start = last - k + 1
             if self._first_seen.get(tuple(self._words[start:last + 1]), start) < start:
                 if k == self.repeat_words:

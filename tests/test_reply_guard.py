@@ -57,6 +57,17 @@ def test_a_long_run_of_words_said_again_inside_other_sentences_is_a_loop():
     assert guard.cut.reason is CutReason.REPETITION
 
 
+def test_a_run_said_again_across_the_end_of_a_sentence_is_a_loop():
+    # The second time, the run's last word begins a new sentence: it is cut there, and the
+    # text kept never holds the 8 words twice.
+    text = ("Water it weekly. Too much water can affect the health of your houseplant some "
+            "days. Too little light can affect the health of your houseplant. Some need sun.")
+    out, guard = guarded(text, [5])
+    assert out == ("Water it weekly. Too much water can affect the health of your houseplant "
+                   "some days. Too little light can affect the health of your houseplant. ")
+    assert guard.cut.reason is CutReason.REPETITION
+
+
 def test_a_list_item_that_repeats_an_earlier_one_is_cut_with_its_number():
     text = ("Tips:\n1. Sleep at the same time every night.\n2. Avoid coffee late in the day."
             "\n3. Sleep at the same time every night.\n")
