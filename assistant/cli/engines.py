@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from assistant import history_tool
@@ -146,6 +147,32 @@ def segmenter_settings(args: argparse.Namespace, echo_cancelled: bool = False):
             max_utterance_s=args.max_utterance_s, **floor)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def build_segmenter(args: argparse.Namespace, echo_cancelled: bool,
+                    warn: Callable[[str], None]):
+    """The segmenter, with the turn model deciding at pauses (`--end-of-turn smart`); a
+    turn model that is missing or cannot load is one line, and the fixed silence decides."""
+    from audio.segmenter import Segmenter
+    from audio.turn_policy import TurnPolicy, TurnSettings
+
+    settings = segmenter_settings(args, echo_cancelled)
+    if args.end_of_turn != "smart":
+        return Segmenter(settings)
+    try:
+        turn_settings = TurnSettings(threshold=args.turn_threshold,
+                                     max_silence_ms=args.turn_max_silence_ms)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    from models.smart_turn import SmartTurn, TurnModelMissing
+
+    try:
+        model = SmartTurn()
+    except TurnModelMissing as exc:
+        warn(f"{exc}. Turns end after {settings.end_silence_ms} ms of silence instead "
+             "(--end-of-turn silence).")
+        return Segmenter(settings)
+    return Segmenter(settings, turn=TurnPolicy(model.score, turn_settings, on_failure=warn))
 
 
 def voice_settings(args: argparse.Namespace, push_to_talk: bool = False,

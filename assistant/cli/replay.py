@@ -9,9 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from assistant.cli.engines import (
+    build_segmenter,
     load_voice_engines,
     microphone_input,
-    segmenter_settings,
     voice_settings,
     wake_word_detector,
 )
@@ -23,7 +23,6 @@ def run_replay(args: argparse.Namespace) -> int:
     from assistant.voice.replay import SkippableClock, load_session, replay, session_json
     from audio.echo import FarEnd, RoomEcho
     from audio.memory_out import MemorySpeaker
-    from audio.segmenter import Segmenter
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
@@ -33,7 +32,8 @@ def run_replay(args: argparse.Namespace) -> int:
                                                                    file=sys.stderr), room)
     echo_cancelled = microphone is not None and microphone.canceller is not None
     wake_word = wake_word_detector(args, echo_cancelled)
-    segmenter = Segmenter(segmenter_settings(args, echo_cancelled))
+    segmenter = build_segmenter(args, echo_cancelled,
+                                lambda line: print(f"parley: {line}", file=sys.stderr))
     # Nobody is there to say "stop": a timer going off is announced once.
     settings = replace(voice_settings(args, echo_cancelled=echo_cancelled), ring_times=1)
     clock = SkippableClock()

@@ -46,6 +46,23 @@ def _exchanges(text: str) -> int | str:
     return int(word)
 
 
+END_OF_TURN = ("smart", "silence")
+
+
+def _end_of_turn(text: str) -> str:
+    word = text.strip().lower()
+    if word not in END_OF_TURN:
+        raise ValueError(text)
+    return word
+
+
+def _score(text: str) -> float:
+    value = _number(text)
+    if not 0.0 < value <= 1.0:
+        raise ValueError(text)
+    return value
+
+
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off", ""}
 
 
@@ -59,7 +76,8 @@ def _switch(text: str) -> bool:
 _WHAT: dict[Callable, str] = {_whole: "a whole number", _number: "a number",
                               _switch: "true or false (1/0, yes/no)",
                               _exchanges: "a whole number, 'all' or 'auto'", str: "text",
-                              Path: "a path"}
+                              Path: "a path", _end_of_turn: "smart or silence",
+                              _score: "a number above 0 and at most 1"}
 
 
 @dataclass(frozen=True)
@@ -163,8 +181,17 @@ SETTINGS: tuple[Setting, ...] = (
             "default 2", "listening", _SPEECH),
     Setting("--pre-roll-ms", _whole, 300, "audio kept from before speech was detected "
             "(default 300)", "listening", _SPEECH),
-    Setting("--end-silence-ms", _whole, 700, "silence that ends an utterance (default 700)",
-            "listening", _SPEECH),
+    Setting("--end-of-turn", _end_of_turn, "smart", "what decides you have finished: smart, "
+            "a turn model asked at each pause (it waits when you sound unfinished), or "
+            "silence, a fixed --end-silence-ms (default smart)", "listening", _SPEECH,
+            metavar="smart|silence"),
+    Setting("--turn-threshold", _score, 0.5, "with --end-of-turn smart: the turn model's "
+            "score (0-1) that ends your turn at a pause; higher waits more often (default "
+            "0.5)", "listening", _SPEECH),
+    Setting("--turn-max-silence-ms", _whole, 1500, "with --end-of-turn smart: silence that "
+            "ends a turn the model judged unfinished (default 1500)", "listening", _SPEECH),
+    Setting("--end-silence-ms", _whole, 700, "with --end-of-turn silence: silence that ends "
+            "an utterance (default 700)", "listening", _SPEECH),
     Setting("--min-speech-ms", _whole, 250, "shorter sounds are ignored as noise (default 250)",
             "listening", _SPEECH),
     Setting("--max-utterance-s", _number, 20.0, "an utterance is cut here and goes on as the "

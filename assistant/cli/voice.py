@@ -12,10 +12,10 @@ from rich.console import Console
 
 from assistant.cli.chat import ChatSession
 from assistant.cli.engines import (
+    build_segmenter,
     device,
     load_voice_engines,
     microphone_input,
-    segmenter_settings,
     voice_settings,
     wake_word_detector,
 )
@@ -47,7 +47,6 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     from audio.devices import find_device
     from audio.echo import FarEnd
     from audio.playback import Speaker
-    from audio.segmenter import Segmenter
 
     console = Console(highlight=False, markup=False)
     quiet_native_stderr()
@@ -59,7 +58,8 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
                                                                         style="bold red"))
     settings = voice_settings(args, push_to_talk, echo_cancelled=cleaned is not None)
     wake_word = wake_word_detector(args, echo_cancelled=cleaned is not None)
-    segmenter = Segmenter(segmenter_settings(args, echo_cancelled=cleaned is not None))
+    segmenter = build_segmenter(args, cleaned is not None,
+                                lambda line: console.print(f"! {line}", style="bold red"))
     console.print("· Loading the language and speech models…", style="dim")
     rings: list = []  # the loop, once it exists: a timer going off is announced by it
     timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))

@@ -10,6 +10,7 @@ ordinary way.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,13 +18,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from assistant.events import TurnJudged
 from assistant.voice.speculation import Speculation
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
 from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.playback import AudioOutput
-from audio.segmenter import SpeechPaused, Utterance
+from audio.segmenter import SpeechPaused, TurnChecked, Utterance
 from models.speech import SpeechToText, Transcript
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,8 @@ class EndOfTurn:
         """The transcript without the wake word, if it slipped in."""
         self.closing = False
         self._pending: PendingPause | None = None
+        self._judged: list[TurnChecked] = []
+        """What the turn model said at this utterance's pauses, for its turn's record."""
         self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
 
     def paused(self, event: SpeechPaused) -> None:
@@ -70,6 +76,16 @@ class EndOfTurn:
         if speculation is not None:
             self.turns.put(SpeculativeTurn(speculation))
 
+    def started(self) -> None:
+        """A new utterance began: what the turn model said belonged to the last one."""
+        self._judged = []
+
+    def judged(self, checked: TurnChecked) -> None:
+        """The turn model was asked at a pause; its word goes into the turn's record."""
+        log.debug("turn model at a %.0f ms pause: %.3f (%s)", checked.silence_ms,
+                  checked.score, "finished" if checked.finished else "not finished, waiting")
+        self._judged.append(checked)
+
     def forget_pause(self) -> None:
         """Speech resumed, or what follows is not the user's turn: the last pause's
         transcript is useless and its reply is dropped."""
@@ -79,11 +95,13 @@ class EndOfTurn:
         """The end-of-speech wait ended: the turn is the pause's reply, if the utterance
         ends where that pause began, or a new transcript and reply."""
         pending, self._pending = self._pending, None
+        judged, self._judged = self._judged, []
         speculation = pending.speculation if pending is not None else None
         if pending is not None and pending.sample == utterance.speech_end_sample:
             future = pending.transcript  # no speech since the pause: its transcript stands
             if speculation is not None and not utterance.cut:
                 if self._commit(speculation, utterance):
+                    self._show_judged(speculation.record, judged)
                     return  # the reply under way is this turn's
                 speculation = None
         else:
@@ -92,7 +110,14 @@ class EndOfTurn:
             speculation.drop()
         record = self.log.new("audio")
         self.log.time_utterance(record, utterance)
+        self._show_judged(record, judged)
         self.turns.put(HeardTurn(record, future, utterance.cut))
+
+    def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:
+        show = self.log.show_in(record)
+        for checked in judged:
+            show(self.log.clock(), TurnJudged(round(checked.silence_ms), checked.score,
+                                              checked.finished))
 
     def close(self) -> None:
         """No more turns: a reply answered ahead is dropped, none starts."""

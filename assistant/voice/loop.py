@@ -37,7 +37,14 @@ from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import Stop, TimerRang, TurnQueue, TypedTurn
 from assistant.voice.turns import TurnRecord, VoiceSettings
 from assistant.workers import Worker
-from audio.segmenter import Segmenter, SpeechPaused, SpeechResumed, SpeechStarted, Utterance
+from audio.segmenter import (
+    Segmenter,
+    SpeechPaused,
+    SpeechResumed,
+    SpeechStarted,
+    TurnChecked,
+    Utterance,
+)
 from audio.wakeword import WakeWordDetector
 from models.speech import SpeechToText, TextToSpeech
 
@@ -129,10 +136,13 @@ class VoiceLoop:
             events = self.segmenter.feed(pcm)
         for event in events:
             if isinstance(event, SpeechStarted):
+                self.end_of_turn.started()
                 self.listener.speech_started_at = self.clock()
                 self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
                 self.end_of_turn.paused(event)
+            elif isinstance(event, TurnChecked):
+                self.end_of_turn.judged(event)
             elif isinstance(event, SpeechResumed):
                 self.end_of_turn.forget_pause()
             elif isinstance(event, Utterance):

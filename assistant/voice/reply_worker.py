@@ -230,7 +230,11 @@ class ReplyWorker:
             on_sentence=lambda sentence: self._spoken(record, sentence, speech),
             on_error=lambda message: self.log.emit(record, Error(Stage.TTS, message)),
             on_audio=record.audio.append if self.keep_audio else None,
-            clock=self.log.clock)
+            clock=self.log.clock,
+            # A reply answered ahead is held until the turn ends anyway; after that, and
+            # for any other reply, the user's speech keeps its first audio waiting.
+            user_speaking=lambda: ((speculation is None or speculation.committed)
+                                   and self.segmenter.in_speech and self.listener.listening))
 
         def make_current() -> None:
             with self.lock:

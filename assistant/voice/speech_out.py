@@ -21,6 +21,10 @@ from models.speech import TextToSpeech
 
 log = logging.getLogger(__name__)
 _END = object()
+FLOOR_WAIT_S = 25.0
+"""At most this long a reply waits for the user to stop talking (an utterance is cut at
+20 s, and the turn model's longest wait follows it)."""
+FLOOR_POLL_S = 0.02
 STALL_MARGIN_S = 5.0
 """How much longer than the reply's audio playback may take before the speaker counts as hung."""
 
@@ -53,6 +57,7 @@ class SpokenReply:
         on_error: Callable[[str], None] | None = None,
         on_audio: Callable[[np.ndarray], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        user_speaking: Callable[[], bool] | None = None,
     ) -> None:
         self.tts = tts
         self.output = output
@@ -61,6 +66,12 @@ class SpokenReply:
         self.on_error = on_error or (lambda message: None)
         self.on_audio = on_audio or (lambda chunk: None)
         self.clock = clock
+        self.user_speaking = user_speaking or (lambda: False)
+        """Whether the user is talking now: the reply's first audio waits until they stop,
+        so Parley never starts talking over them (and, half duplex, every word they say
+        is heard)."""
+        self.floor_wait_s = 0.0
+        """How long the first audio waited for the user to finish."""
         self.sentences: list[SpokenSentence] = []
         self.first_audio_at: float | None = None
         """Clock time at which the first audio was handed to the output."""
@@ -123,6 +134,15 @@ class SpokenReply:
             break
         return " ".join(heard)
 
+    def _wait_for_floor(self) -> None:
+        """Wait while the user talks (bounded): they went on after their turn ended, and
+        what they say now is heard whole and answered next."""
+        started = time.monotonic()
+        while (self.user_speaking() and not self.stopped and not self.cancel.cancelled
+               and time.monotonic() - started < FLOOR_WAIT_S):
+            time.sleep(FLOOR_POLL_S)
+        self.floor_wait_s = time.monotonic() - started
+
     def _run(self) -> None:
         try:
             self._speak_all()
@@ -148,6 +168,9 @@ class SpokenReply:
                     log.debug("synthesized %.2f s of audio for %d characters in %.0f ms",
                               seconds, len(item), (self.clock() - started) * 1000)
                     if self.first_audio_at is None:
+                        self._wait_for_floor()
+                        if self.stopped or self.cancel.cancelled:
+                            return
                         self.first_audio_at = self.clock()
                     self.output.play(chunk, self.tts.sample_rate)
                     self.on_audio(chunk)

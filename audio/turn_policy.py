@@ -1,0 +1,97 @@
+"""When a pause ends the user's turn: asked of a turn model, never of the clock.
+
+A fixed silence cannot be both quick and patient: 720 ms is slow after "what time is it"
+and too quick for someone thinking in the middle of a sentence. So at a short pause the
+turn model (Smart Turn, `models.smart_turn`) is asked whether the user has finished:
+
+- at `check_ms` of silence it is asked, once a pause; a score at or above `threshold` ends
+  the turn there;
+- below it the user is given time: the turn ends at `max_silence_ms` of silence, unless
+  they go on (then the next pause is judged afresh).
+
+Asked again later in the same pause, the model was no help: on a speech with a one-second
+pause after "ask not", 0.24 at 210 ms rose to 0.80 at 450 ms, and inside other sentences it
+swung between 0.1 and 0.7, so the second opinion would split sentences it had held whole.
+
+Everything is counted in frames of the audio fed, and the model is a function of the
+audio, so the same recording gives the same turns however fast it is fed. If the model
+fails mid-session, the policy says so once and the segmenter's fixed silence takes over.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from audio.speech_events import TurnChecked
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    check_ms: int = 210
+    """Silence after speech at which the turn model is first asked (Smart Turn was trained
+    on turns cut about 200 ms after the last word)."""
+
+    threshold: float = 0.5
+    """A score at or above this ends the turn (the model's own cut-off)."""
+
+    max_silence_ms: int = 1500
+    """Silence that ends the turn whatever the model says; 1,500 ms heard a speaker's
+    one-second pause inside a sentence whole, where 720 ms split it."""
+
+    def __post_init__(self) -> None:
+        for name in ("check_ms", "max_silence_ms"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be more than 0, got {getattr(self, name)}")
+        if not (math.isfinite(self.threshold) and 0.0 < self.threshold <= 1.0):
+            raise ValueError(f"the turn threshold must be above 0 and at most 1, got "
+                             f"{self.threshold}")
+        if self.check_ms > self.max_silence_ms:
+            raise ValueError(f"check_ms ({self.check_ms}) cannot exceed max_silence_ms "
+                             f"({self.max_silence_ms})")
+
+
+class TurnPolicy:
+    """Decides when in a pause the model is asked, and what its answer means."""
+
+    def __init__(self, score: Callable[[np.ndarray], float],
+                 settings: TurnSettings = TurnSettings(), on_failure:
+                 Callable[[str], None] | None = None) -> None:
+        self.score = score
+        """The probability that the turn in the audio given (its start to now) is over."""
+        self.settings = settings
+        self.on_failure = on_failure or (lambda message: log.warning("%s", message))
+        self.failed = False
+        """The model raised once: from then on the fixed silence decides."""
+
+    def frames(self, ms: int, frame_ms: int) -> int:
+        return max(1, int(-(-ms // frame_ms)))
+
+    def asks_at(self, silent_frames: int, frame_ms: int) -> bool:
+        """Whether the model is asked after this many silent frames of the pause."""
+        return (not self.failed and silent_frames == self.frames(self.settings.check_ms, frame_ms)
+                and silent_frames < self.max_frames(frame_ms))
+
+    def max_frames(self, frame_ms: int) -> int:
+        return self.frames(self.settings.max_silence_ms, frame_ms)
+
+    def check(self, pcm: np.ndarray, sample: int, speech_end_sample: int,
+              sample_rate: int) -> TurnChecked | None:
+        """Ask the model about the turn in `pcm`; None if it failed (then never again)."""
+        try:
+            score = float(self.score(pcm))
+        except Exception as error:  # a broken model must not end the conversation
+            self.failed = True
+            self.on_failure(f"The turn model failed ({error}); turns now end after a fixed "
+                            "silence.")
+            return None
+        if not math.isfinite(score):
+            score = 0.0
+        return TurnChecked(sample, speech_end_sample, round(score, 4),
+                           score >= self.settings.threshold, sample_rate)
