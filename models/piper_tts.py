@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from models.embedded import EmbeddedModelMissing, default_voice
+from models.onnx import onnxruntime_quietly, quiet_session_options
 from models.pieces import MAX_PIECE_PHONEMES, MAX_PIECE_WORDS, phoneme_runs, speech_pieces
 from models.speech import SpeechEngineError, TextToSpeech
 
@@ -92,19 +92,11 @@ class PiperTextToSpeech(TextToSpeech):
               max_phonemes: int) -> Any:
         # PiperVoice.load() builds its own SessionOptions, which cannot limit threads; the
         # PiperVoice dataclass takes any session, so build the same one with our options.
-        # onnxruntime 1.29+ keeps a telemetry database under ~/.cache/Microsoft unless told
-        # not to; nothing of a Parley session may touch the disk. Set before it loads.
-        os.environ["ORT_DISABLE_TELEMETRY"] = "1"
-        import onnxruntime
+        onnxruntime = onnxruntime_quietly()
         from piper import PiperVoice
         from piper.config import PiperConfig
 
-        options = onnxruntime.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-        # Idle worker threads spin by default, stealing the cores Whisper and llama.cpp need.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options = quiet_session_options(threads)
         # VITS draws random noise for every sentence, so no two syntheses were the same. Its
         # generator is seeded when the session is made: with a fixed seed a session's audio
         # is the same each time it is replayed (the same sentences in the same order).

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from models.errors import EngineError
+from models.onnx import onnxruntime_quietly, quiet_session_options
 
 SAMPLE_RATE = 16000
 WINDOW_SECONDS = 8
@@ -51,14 +52,12 @@ class SmartTurn:
     start to now, trailing silence included) is finished."""
 
     def __init__(self, path: Path | None = None, threads: int = 1) -> None:
-        import onnxruntime
         from faster_whisper.feature_extractor import FeatureExtractor
 
+        onnxruntime = onnxruntime_quietly()
         self.path = Path(path) if path is not None else default_turn_model()
-        options = onnxruntime.SessionOptions()
         # One thread: a call is short, and Whisper and the model run on the other core.
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
+        options = quiet_session_options(threads)
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3  # its warnings about unused initializers are noise
         try:

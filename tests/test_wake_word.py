@@ -154,10 +154,10 @@ def test_a_follow_up_needs_no_wake_word_until_the_window_closes(okay_nabu):
         feed(loop, np.concatenate([okay_nabu, silence(0.1), speechlike(1.5, REQUEST),
                                    silence(1.5)]))
         loop.wait_idle(10)
-        now[0] += 3.0  # within the follow-up window
-        feed(loop, np.concatenate([speechlike(1.5, FOLLOW_UP), silence(1.5)]))
+        now[0] += 30.0  # the window is counted in audio heard, not on the clock
+        feed(loop, np.concatenate([silence(2.0), speechlike(1.5, FOLLOW_UP), silence(1.5)]))
         loop.wait_idle(10)
-        now[0] += 10.0  # the window has closed
+        feed(loop, silence(6.5))  # the window has closed
         feed(loop, np.concatenate([speechlike(1.5, REQUEST), silence(1.5)]))
         loop.wait_idle(10)
     finally:

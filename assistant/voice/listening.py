@@ -8,8 +8,8 @@ With a wake word, every block goes to the wake word detector first. While Parley
 asleep the rest goes nowhere: the segmenter never sees it, so nothing is transcribed.
 When the word is heard, a short chime plays and the audio after the word goes on to the
 segmenter, so "okay nabu, what time is it" is one turn, heard as "what time is it".
-Parley stays awake while the user speaks and `follow_up_s` after a reply, for a follow-up
-without the wake word. While Parley speaks or a timer rings only the wake word is listened
+Parley stays awake while the user speaks and for `follow_up_s` of audio after a reply, for
+a follow-up without the wake word. While Parley speaks or a timer rings only the wake word is listened
 for, and it stops them.
 """
 
@@ -63,7 +63,11 @@ class Listener:
         """Clock time the echo tail after Parley last spoke ends."""
         self.speech_started_at = float("-inf")
         """Clock time the user's speech last began."""
-        self._awake_until = float("-inf")
+        self._silence_passed = 0
+        """Samples of silence that passed without being fed (replay's waits)."""
+        self._awake_until: float = float("-inf")
+        """Where in the audio heard (the wake word detector's samples) the window in which
+        no wake word is needed ends."""
         self._recent_audio: deque[np.ndarray] = deque()
         self._chime_ends = float("-inf")
 
@@ -105,7 +109,7 @@ class Listener:
         if played and not speech.stopped:
             self.quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
         if self.wake_word is not None and record.source in ("audio", "text"):
-            self._awake_until = self.clock() + self.settings.follow_up_s
+            self._stay_awake(self.settings.follow_up_s)
 
     def through_wake_word(self, pcm: np.ndarray) -> tuple[np.ndarray | None, float | None]:
         """What of `pcm` to listen to: all of it while awake, what follows the wake word
@@ -126,7 +130,7 @@ class Listener:
             before = np.concatenate(list(recent))
             cut = len(before) - len(pcm) + heard - LOOKBACK_SAMPLES
             return before[max(0, cut):], at_s
-        if self.segmenter.in_speech or self.clock() < self._awake_until:
+        if self.segmenter.in_speech or start + self._silence_passed < self._awake_until:
             return pcm, None
         return None, None
 
@@ -134,7 +138,19 @@ class Listener:
         """The wake word was heard (and what Parley was saying stopped): listen afresh."""
         # Stopped at once: no echo tail to wait out (it would swallow the request's start).
         self.quiet_until = float("-inf")
-        self._awake_until = self.clock() + max(HEARD_WORD_S, self.settings.follow_up_s)
+        self._stay_awake(max(HEARD_WORD_S, self.settings.follow_up_s))
+
+    def _stay_awake(self, seconds: float) -> None:
+        """Listen without the wake word for the next `seconds` of audio heard. Counted in
+        audio, not on the clock: live they are the same, and a replay fed faster than
+        real time, or a machine too busy to keep up, gets the same window."""
+        assert self.wake_word is not None
+        heard = self.wake_word.samples_seen + self._silence_passed
+        self._awake_until = heard + round(seconds * SAMPLE_RATE)
+
+    def silence_passed(self, seconds: float) -> None:
+        """Time passed with no audio fed (replay's `wait_s`): it counts as silence heard."""
+        self._silence_passed += round(seconds * SAMPLE_RATE)
 
     def chime(self) -> None:
         """The short sound that says Parley heard its name."""

@@ -165,6 +165,10 @@ class VoiceLoop:
         if utterance is not None:
             self._utterance(utterance)
 
+    def silence_passed(self, seconds: float) -> None:
+        """Replay's `wait_s`: this long passed with nothing said and no audio fed."""
+        self.listener.silence_passed(seconds)
+
     def end_of_input(self) -> None:
         """Nothing more will be said (replay's last turn): no next prompt to prepare."""
         self.replies.input_ended = True

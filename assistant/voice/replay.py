@@ -210,6 +210,8 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
                 skip(turn.wait_s)
             else:
                 source.wait(turn.wait_s)
+            if microphone is None:  # a simulated room fed the silence itself
+                loop.silence_passed(turn.wait_s)
             continue
         replies = [record for record in loop.records if record.source != "wake"]
         if turn.during_reply_ms is not None and replies:
