@@ -14,6 +14,7 @@ same audio gives the same score every time (replay's turns do not vary).
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from pathlib import Path
 
@@ -51,6 +52,10 @@ class SmartTurn:
     start to now, trailing silence included) is finished."""
 
     def __init__(self, path: Path | None = None, threads: int = 1) -> None:
+        # onnxruntime 1.29+ keeps a telemetry database under ~/.cache/Microsoft unless told
+        # not to, and this model loads before Piper's (which says the same): nothing of a
+        # Parley session may touch the disk. Set before onnxruntime loads.
+        os.environ["ORT_DISABLE_TELEMETRY"] = "1"
         import onnxruntime
         from faster_whisper.feature_extractor import FeatureExtractor
 
