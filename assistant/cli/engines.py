@@ -159,6 +159,11 @@ def build_segmenter(args: argparse.Namespace, echo_cancelled: bool,
     settings = segmenter_settings(args, echo_cancelled)
     if args.end_of_turn != "smart":
         return Segmenter(settings)
+    check_ms = TurnSettings.check_ms
+    if args.turn_max_silence_ms < check_ms:  # said with the flag, not TurnSettings' names
+        raise ConfigError(f"--turn-max-silence-ms {args.turn_max_silence_ms} is shorter than "
+                          f"the {check_ms} ms pause at which the turn model is asked; use at "
+                          f"least {check_ms}")
     try:
         turn_settings = TurnSettings(threshold=args.turn_threshold,
                                      max_silence_ms=args.turn_max_silence_ms)

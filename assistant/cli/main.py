@@ -7,6 +7,7 @@ import io
 import logging
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from assistant.cli.logs import configure_logging
 from assistant.cli.settings import add_settings, resolve
@@ -15,9 +16,17 @@ from assistant.errors import USER_ERRORS, ConfigError
 log = logging.getLogger(__name__)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A mistake on the command line is one line, as a bad variable or config key is (its
+    subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     # No abbreviations: replay's --echo would be an ambiguous abbreviation of --echo-cancel.
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="parley", allow_abbrev=False,
         description="Parley, a local assistant. Runs on the embedded models unless told otherwise; "
                     "nothing of a conversation is written to disk unless --save or --resume "

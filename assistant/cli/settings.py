@@ -226,12 +226,26 @@ def add_settings(parser: argparse.ArgumentParser, command: str | None) -> None:
             group.add_argument(setting.flag, action="store_true", default=argparse.SUPPRESS,
                                help=f"{setting.help} ({setting.env}=1)")
         else:
-            group.add_argument(setting.flag, type=setting.parse, default=argparse.SUPPRESS,
+            group.add_argument(setting.flag, type=_flag_parser(setting),
+                               default=argparse.SUPPRESS,
                                metavar=setting.metavar or setting.dest.upper(),
                                help=setting.help)
     parser.add_argument("--config", type=Path, default=argparse.SUPPRESS,
                         help="a TOML file of settings named like the flags (default "
                              f"{CONFIG_PATH}, or PARLEY_CONFIG)")
+
+
+def _flag_parser(setting: Setting) -> Callable[[str], Any]:
+    """`setting.parse` for argparse, whose own message would name the function
+    ("invalid _whole value") instead of what the flag takes."""
+    def parse(text: str) -> Any:
+        try:
+            return setting.parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {_WHAT[setting.parse]}") from None
+
+    return parse
 
 
 def resolve(given: argparse.Namespace, environ: Mapping[str, str] = os.environ
@@ -271,13 +285,13 @@ def _from_toml(setting: Setting, raw: Any, path: Path) -> Any:
     where = f"{path}: {setting.flag[2:]} = {raw!r}"
     if isinstance(raw, str):
         return _parse(setting, raw, where)
-    accepted = {_switch: (bool,), _whole: (int,), _number: (int, float),
+    accepted = {_switch: (bool,), _whole: (int,), _number: (int, float), _score: (int, float),
                 _exchanges: (int,)}.get(setting.parse, ())
     if isinstance(raw, accepted) and (setting.switch or not isinstance(raw, bool)):
-        if setting.parse is not _number:
+        if setting.parse not in (_number, _score):
             return raw
-        try:
-            return _finite(float(raw))
+        try:  # a TOML number is checked as the same number typed would be
+            return setting.parse(repr(float(raw)))
         except (ValueError, OverflowError):
             pass
     raise ConfigError(f"{where} is not {_WHAT[setting.parse]}")

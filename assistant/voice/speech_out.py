@@ -138,10 +138,15 @@ class SpokenReply:
         """Wait while the user talks (bounded): they went on after their turn ended, and
         what they say now is heard whole and answered next."""
         started = time.monotonic()
+        waited = False
         while (self.user_speaking() and not self.stopped and not self.cancel.cancelled
                and time.monotonic() - started < FLOOR_WAIT_S):
+            waited = True
             time.sleep(FLOOR_POLL_S)
-        self.floor_wait_s = time.monotonic() - started
+        self.floor_wait_s = time.monotonic() - started if waited else 0.0
+        if waited:
+            log.debug("the reply's first audio waited %.2f s for the user to stop talking",
+                      self.floor_wait_s)
 
     def _run(self) -> None:
         try:
