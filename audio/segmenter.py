@@ -175,6 +175,16 @@ class Segmenter:
         return self._start is not None
 
     @property
+    def voice_heard(self) -> bool:
+        """In speech, or a voiced frame among the last few that may yet start it: the user
+        is talking, or has just begun to (speech starts only once the hysteresis is met)."""
+        if self._start is not None:
+            return True
+        # Read from the reply's thread while the microphone's appends: list() of a deque
+        # is one step under the GIL.
+        return any(speech for _, _, speech in list(self._recent)[-self._window:])
+
+    @property
     def samples_seen(self) -> int:
         """Samples fed since construction; `reset()` does not rewind this clock."""
         return self._seen

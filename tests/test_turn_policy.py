@@ -210,3 +210,17 @@ def test_a_reply_stopped_while_waiting_for_the_user_never_plays():
     cancel.cancel()
     assert reply.first_audio.wait(10)
     assert speaker.played_seconds == 0 and reply.sentences == []
+
+
+def test_the_first_voiced_frame_counts_as_the_user_talking_before_speech_has_started():
+    """Speech starts only after 2 voiced frames in 4; a reply ready in between must not
+    start over the user's first word."""
+    seg = Segmenter(SegmenterSettings(), is_speech=lambda frame: any(frame))
+    seg.feed(audio_of((False, 20)))
+    assert not seg.voice_heard
+    seg.feed(audio_of((True, 1)))
+    assert seg.voice_heard and not seg.in_speech
+    seg.feed(audio_of((True, 1)))
+    assert seg.voice_heard and seg.in_speech
+    seg.feed(audio_of((True, 20), (False, 40)))
+    assert not seg.in_speech and not seg.voice_heard

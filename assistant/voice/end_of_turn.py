@@ -100,8 +100,7 @@ class EndOfTurn:
         if pending is not None and pending.sample == utterance.speech_end_sample:
             future = pending.transcript  # no speech since the pause: its transcript stands
             if speculation is not None and not utterance.cut:
-                if self._commit(speculation, utterance):
-                    self._show_judged(speculation.record, judged)
+                if self._commit(speculation, utterance, judged):
                     return  # the reply under way is this turn's
                 speculation = None
         else:
@@ -115,9 +114,13 @@ class EndOfTurn:
 
     def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:
         show = self.log.show_in(record)
-        for checked in judged:
-            show(self.log.clock(), TurnJudged(round(checked.silence_ms), checked.score,
-                                              checked.finished))
+        for event in self._judged_events(judged):
+            show(self.log.clock(), event)
+
+    @staticmethod
+    def _judged_events(judged: list[TurnChecked]) -> list[TurnJudged]:
+        return [TurnJudged(round(checked.silence_ms), checked.score, checked.finished)
+                for checked in judged]
 
     def close(self) -> None:
         """No more turns: a reply answered ahead is dropped, none starts."""
@@ -136,11 +139,13 @@ class EndOfTurn:
             if old.speculation is not None:
                 old.speculation.drop()
 
-    def _commit(self, speculation: Speculation, utterance: Utterance) -> bool:
+    def _commit(self, speculation: Speculation, utterance: Utterance,
+                judged: list[TurnChecked]) -> bool:
         """The wait ended with no more speech: the speculative reply becomes the turn's."""
         record = speculation.record
         with self.lock:  # the records' order is the order turns were heard
-            if not speculation.commit(self.log.clock(), self.log.show_in(record)):
+            if not speculation.commit(self.log.clock(), self.log.show_in(record),
+                                      first=self._judged_events(judged)):
                 return False
             self.log.time_utterance(record, utterance)
             self.log.keep(record)

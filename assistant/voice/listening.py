@@ -9,8 +9,8 @@ asleep the rest goes nowhere: the segmenter never sees it, so nothing is transcr
 When the word is heard, a short chime plays and the audio after the word goes on to the
 segmenter, so "okay nabu, what time is it" is one turn, heard as "what time is it".
 Parley stays awake while the user speaks and for `follow_up_s` of audio after a reply, for
-a follow-up without the wake word. While Parley speaks or a timer rings only the wake word is listened
-for, and it stops them.
+a follow-up without the wake word. While Parley speaks or a timer rings only the wake word
+is listened for, and it stops them.
 """
 
 from __future__ import annotations

@@ -234,7 +234,7 @@ class ReplyWorker:
             # A reply answered ahead is held until the turn ends anyway; after that, and
             # for any other reply, the user's speech keeps its first audio waiting.
             user_speaking=lambda: ((speculation is None or speculation.committed)
-                                   and self.segmenter.in_speech and self.listener.listening))
+                                   and self.segmenter.voice_heard and self.listener.listening))
 
         def make_current() -> None:
             with self.lock:

@@ -11,7 +11,7 @@ speaker, the history or the replay's record.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 import numpy as np
@@ -124,9 +124,11 @@ class Speculation:
         if self.committed:
             action()
 
-    def commit(self, started: float, show: Callable[[float, Event], None]) -> bool:
+    def commit(self, started: float, show: Callable[[float, Event], None],
+               first: Sequence[Event] = ()) -> bool:
         """The wait ended with no more speech: the turn began at `started`. False if it was
-        dropped before (the caller then answers the utterance the ordinary way)."""
+        dropped before (the caller then answers the utterance the ordinary way). `first`
+        is shown ahead of what was held (how the turn ended comes before what was heard)."""
         with self.lock:
             if self._decided.is_set():
                 return self.committed
@@ -140,6 +142,8 @@ class Speculation:
                     0.0, self.record.timings["first_audio_ms"] or 0.0)
             self.committed = True
             self._decided.set()
+            for event in first:
+                show(started, event)
             for at, event in self._held:
                 show(at, event)
             self._held.clear()
