@@ -58,3 +58,11 @@ def test_the_readme_keeps_the_two_commands_ci_runs():
     # .ci/run runs exactly `make test`; the README must keep both commands verbatim.
     readme = README.read_text(encoding="utf-8")
     assert "\nmake run " in readme and "\nmake test " in readme
+
+
+def test_every_runnable_benchmark_is_documented_with_its_command():
+    readme = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    runnable = [path.stem for path in sorted((ROOT / "benchmarks").glob("*.py"))
+                if 'if __name__ == "__main__":' in path.read_text(encoding="utf-8")]
+    assert runnable, "no runnable benchmark found"
+    assert [name for name in runnable if f"-m benchmarks.{name}" not in readme] == []
