@@ -91,23 +91,26 @@ class EndOfTurn:
         transcript is useless and its reply is dropped."""
         self._replace_pending(None)
 
-    def utterance(self, utterance: Utterance) -> None:
+    def utterance(self, utterance: Utterance, heard_at: float | None = None) -> None:
         """The end-of-speech wait ended: the turn is the pause's reply, if the utterance
-        ends where that pause began, or a new transcript and reply."""
+        ends where that pause began, or a new transcript and reply. The turn starts at
+        `heard_at`, the clock time its last audio came (now if None), so the time the
+        turn model took to decide counts as the user's wait."""
+        started = self.log.clock() if heard_at is None else heard_at
         pending, self._pending = self._pending, None
         judged, self._judged = self._judged, []
         speculation = pending.speculation if pending is not None else None
         if pending is not None and pending.sample == utterance.speech_end_sample:
             future = pending.transcript  # no speech since the pause: its transcript stands
             if speculation is not None and not utterance.cut:
-                if self._commit(speculation, utterance, judged):
+                if self._commit(speculation, utterance, judged, started):
                     return  # the reply under way is this turn's
                 speculation = None
         else:
             future = self._stt.submit(self._transcribe, utterance.speech_pcm)
         if speculation is not None:
             speculation.drop()
-        record = self.log.new("audio")
+        record = self.log.new("audio", started)
         self.log.time_utterance(record, utterance)
         self._show_judged(record, judged)
         self.turns.put(HeardTurn(record, future, utterance.cut))
@@ -115,7 +118,7 @@ class EndOfTurn:
     def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:
         show = self.log.show_in(record)
         for event in self._judged_events(judged):
-            show(self.log.clock(), event)
+            show(record.started, event)
 
     @staticmethod
     def _judged_events(judged: list[TurnChecked]) -> list[TurnJudged]:
@@ -140,12 +143,13 @@ class EndOfTurn:
                 old.speculation.drop()
 
     def _commit(self, speculation: Speculation, utterance: Utterance,
-                judged: list[TurnChecked]) -> bool:
+                judged: list[TurnChecked], started: float) -> bool:
         """The wait ended with no more speech: the speculative reply becomes the turn's."""
         record = speculation.record
         with self.lock:  # the records' order is the order turns were heard
-            if not speculation.commit(self.log.clock(), self.log.show_in(record),
-                                      first=self._judged_events(judged)):
+            if not speculation.commit(started, self.log.show_in(record),
+                                      first=self._judged_events(judged),
+                                      now=self.log.clock()):
                 return False
             self.log.time_utterance(record, utterance)
             self.log.keep(record)

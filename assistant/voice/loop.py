@@ -133,6 +133,9 @@ class VoiceLoop:
                 self.end_of_turn.forget_pause()
                 return
             seen = self.segmenter.samples_seen
+            # When this audio came: a turn it ends began its wait for the reply then, and
+            # the turn model's time in feed() is the user's to wait too.
+            fed_at = self.clock()
             events = self.segmenter.feed(pcm)
         for event in events:
             if isinstance(event, SpeechStarted):
@@ -146,7 +149,7 @@ class VoiceLoop:
             elif isinstance(event, SpeechResumed):
                 self.end_of_turn.forget_pause()
             elif isinstance(event, Utterance):
-                self._utterance(event)
+                self._utterance(event, fed_at)
 
     def start_listening(self) -> None:
         """Push-to-talk: Enter was pressed; listen from now."""
@@ -257,10 +260,10 @@ class VoiceLoop:
         now = self.replies.now
         return now.speech if now is not None else None
 
-    def _utterance(self, utterance: Utterance) -> None:
+    def _utterance(self, utterance: Utterance, heard_at: float | None = None) -> None:
         if self.settings.push_to_talk and not utterance.cut:
             self.listener.listening = False  # the end-of-speech silence ends the turn
-        self.end_of_turn.utterance(utterance)
+        self.end_of_turn.utterance(utterance, heard_at)
 
     def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
         """The user's voice stops the reply being heard (with barge-in)."""

@@ -125,7 +125,7 @@ class Speculation:
             action()
 
     def commit(self, started: float, show: Callable[[float, Event], None],
-               first: Sequence[Event] = ()) -> bool:
+               first: Sequence[Event] = (), now: float | None = None) -> bool:
         """The wait ended with no more speech: the turn began at `started`. False if it was
         dropped before (the caller then answers the utterance the ordinary way). `first`
         is shown ahead of what was held (how the turn ended comes before what was heard)."""
@@ -138,8 +138,9 @@ class Speculation:
                 if value is not None:  # timed from the pause until now: from the turn's start
                     self.record.timings[key] = round(value - shift_ms, 1)
             if "first_audio_ms" in self.record.timings:  # held until now
+                released_ms = 0.0 if now is None else round((now - started) * 1000, 1)
                 self.record.timings["first_audio_ms"] = max(
-                    0.0, self.record.timings["first_audio_ms"] or 0.0)
+                    released_ms, self.record.timings["first_audio_ms"] or 0.0)
             self.committed = True
             self._decided.set()
             for event in first:

@@ -33,9 +33,9 @@ class TurnLog:
         """The speculation the reply worker is answering now, if any: its turn's events
         and timings are held by it."""
 
-    def new(self, source: str) -> TurnRecord:
-        """A turn that starts now, kept in `records`."""
-        record = TurnRecord(source, self.clock())
+    def new(self, source: str, started: float | None = None) -> TurnRecord:
+        """A turn that starts now (or at `started`), kept in `records`."""
+        record = TurnRecord(source, self.clock() if started is None else started)
         self.keep(record)
         return record
 
