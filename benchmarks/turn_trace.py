@@ -68,23 +68,25 @@ class LoopTrace:
             self.chunks.append(Chunk(segmenter.samples_seen, self._position, len(pcm),
                                      time.monotonic()))
             events = feed(pcm)
-            self._note(events)
+            # A turn starts when its last audio came (the turn model's time is part of
+            # the user's wait), so its end is dated from the feed, not after it.
+            self._note(events, self.chunks[-1].fed_at)
             return events
 
         def traced_flush():
             utterance = flush()
-            self._note([utterance] if utterance is not None else [])
+            self._note([utterance] if utterance is not None else [], time.monotonic())
             return utterance
 
         loop.feed_audio, segmenter.feed, segmenter.flush = (traced_feed_audio, traced_feed,
                                                             traced_flush)
         return self
 
-    def _note(self, events: list) -> None:
+    def _note(self, events: list, decided_at: float) -> None:
         for event in events:
             if isinstance(event, Utterance) and not event.cut:
                 where, when = self.locate(event.speech_end_sample)
-                self.ends.append(SpeechEnd(where, when, time.monotonic()))
+                self.ends.append(SpeechEnd(where, when, decided_at))
             elif isinstance(event, TurnChecked):
                 where, _ = self.locate(event.speech_end_sample)
                 self.checks.append(Check(where, event.silence_ms, event.score, event.finished))
@@ -101,7 +103,7 @@ class LoopTrace:
 
     def end_before(self, clock_time: float) -> SpeechEnd | None:
         """The last utterance decided at or before `clock_time` (a turn record's start)."""
-        earlier = [end for end in self.ends if end.decided_at <= clock_time + 0.001]
+        earlier = [end for end in self.ends if end.decided_at <= clock_time + 0.05]
         return earlier[-1] if earlier else None
 
     def not_listened_s(self, until_sample: int) -> float:
