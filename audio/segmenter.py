@@ -151,6 +151,9 @@ class Segmenter:
         self.settings = s = settings
         self.turn = turn
         """The turn model's policy; None: a fixed `end_silence_ms` ends every utterance."""
+        if turn is not None:  # its durations in whole frames, as every other one
+            self._turn_check = max(1, s.frames(turn.settings.check_ms))
+            self._turn_end = max(1, s.frames(turn.settings.max_silence_ms))
         if is_speech is None:
             from audio.vad import WebRtcVad  # lazy: webrtcvad is only needed for real audio
 
@@ -302,10 +305,10 @@ class Segmenter:
     # -- the turn model -------------------------------------------------------------------
 
     def _turn_ends(self, end: int, events: list[SegmenterEvent]) -> bool:
-        """At the pause's check points, ask the turn model; True if it says finished."""
-        turn, frame_ms = self.turn, self.settings.frame_ms
-        if turn is None or not self._enough_speech() or not turn.asks_at(self._silence,
-                                                                          frame_ms):
+        """At the pause's check point, ask the turn model; True if it says finished."""
+        turn = self.turn
+        if (turn is None or turn.failed or not self._enough_speech()
+                or self._silence != self._turn_check or self._silence >= self._turn_end):
             return False
         pcm = _read_only(np.concatenate(self._frames))
         self._frames = [pcm]
@@ -321,7 +324,7 @@ class Segmenter:
         the fixed end silence otherwise (and always for a burst too short to be a turn)."""
         if self.turn is None or self.turn.failed or not self._enough_speech():
             return self._end_silence
-        return self.turn.max_frames(self.settings.frame_ms)
+        return self._turn_end
 
     # -- helpers --------------------------------------------------------------------------
 

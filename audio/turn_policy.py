@@ -58,7 +58,8 @@ class TurnSettings:
 
 
 class TurnPolicy:
-    """Decides when in a pause the model is asked, and what its answer means."""
+    """Asks the model and says what its answer means; the segmenter counts the pause in
+    whole frames and asks at `check_ms`."""
 
     def __init__(self, score: Callable[[np.ndarray], float],
                  settings: TurnSettings = TurnSettings(), on_failure:
@@ -69,17 +70,6 @@ class TurnPolicy:
         self.on_failure = on_failure or (lambda message: log.warning("%s", message))
         self.failed = False
         """The model raised once: from then on the fixed silence decides."""
-
-    def frames(self, ms: int, frame_ms: int) -> int:
-        return max(1, int(-(-ms // frame_ms)))
-
-    def asks_at(self, silent_frames: int, frame_ms: int) -> bool:
-        """Whether the model is asked after this many silent frames of the pause."""
-        return (not self.failed and silent_frames == self.frames(self.settings.check_ms, frame_ms)
-                and silent_frames < self.max_frames(frame_ms))
-
-    def max_frames(self, frame_ms: int) -> int:
-        return self.frames(self.settings.max_silence_ms, frame_ms)
 
     def check(self, pcm: np.ndarray, sample: int, speech_end_sample: int,
               sample_rate: int) -> TurnChecked | None:
