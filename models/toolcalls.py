@@ -326,14 +326,8 @@ class ToolCallScanner:
             return False
         if not (rest.startswith(FENCE) or closing):  # more than one value: code
             return self._to_code(out, self._at + end)
-        data, problem = _loads(value[:end])
         consumed = min(len(self._buffer), self._at + end + (len(after) - len(rest)) + len(FENCE))
-        if problem or not looks_like_calls(data, self._tools):
-            self._say(out, self._buffer[:consumed])
-            return self._switch("text", consumed)
-        out.extend(self._calls_in(data))
-        self._started = True
-        return self._switch("text", consumed)
+        return self._whole_value(out, value[:end], consumed)
 
     def _bare(self, out: list, final: bool) -> bool:
         value = self._buffer[self._at:]
@@ -342,13 +336,18 @@ class ToolCallScanner:
             return True
         if end is None:
             return self._unfinished(out, value) if final else False
-        data, problem = _loads(value[:end])
+        return self._whole_value(out, value[:end], self._at + end)
+
+    def _whole_value(self, out: list, value: str, upto: int) -> bool:
+        """A whole unmarked JSON value, ending (with its fence) at `upto`: the calls it
+        holds, or else the text it was; then text again."""
+        data, problem = _loads(value)
         if problem or not looks_like_calls(data, self._tools):
-            self._say(out, self._buffer[:self._at + end])
+            self._say(out, self._buffer[:upto])
         else:
             out.extend(self._calls_in(data))
             self._started = True
-        return self._switch("text", self._at + end)
+        return self._switch("text", upto)
 
     def _unfinished(self, out: list, value: str) -> bool:
         """The reply ended inside unmarked JSON: a call if closing it makes one, else text."""
