@@ -31,15 +31,15 @@ import contextlib
 import gc
 import re
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from benchmarks.memory import FILLERS
 from benchmarks.qwen_model import qwen_model_path
 from benchmarks.tool_recall import bench_recall
+from tests.support.llama_server import run_llama_server
 
 ANSWER_TOKENS = 200
 CONTEXT = 4096
@@ -181,37 +181,6 @@ def show(tallies: list[Tally]) -> None:
               f"{statistics.mean(t.seconds):7.1f} ({statistics.median(t.seconds):.1f})")
 
 
-@contextlib.contextmanager
-def llama_server(path: str, port: int) -> Iterator[str]:
-    """A real llama.cpp server (llama-cpp-python's) on loopback, stopped afterwards; its
-    output is discarded, so nothing of the conversation is written anywhere."""
-    import httpx
-
-    server = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", path, "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", str(CONTEXT)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if server.poll() is not None:
-                raise SystemExit(f"llama_cpp.server stopped (exit {server.returncode})")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise SystemExit("llama_cpp.server did not start within 180 s")
-            time.sleep(1)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-
-
 def bench_requests(path: str, via: str, modes: list[str], port: int) -> None:
     count = sum(len(s) for s in SESSIONS)
     needing = sum(1 for s in SESSIONS for _, needs in s if needs)
@@ -230,7 +199,8 @@ def bench_requests(path: str, via: str, modes: list[str], port: int) -> None:
     if via in ("server", "both"):
         from models.openai_compat import OpenAIChatModel
 
-        with llama_server(path, port) as url:
+        with run_llama_server(model=Path(path), context=CONTEXT, port=port,
+                              start_s=180) as url:
             model = OpenAIChatModel(url, context_size=CONTEXT)
             for mode in modes:
                 print(f"  llama_cpp.server (--llm-url {url}), {mode}:", flush=True)

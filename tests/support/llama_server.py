@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
@@ -23,18 +24,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def run_llama_server(*settings: str) -> Iterator[str]:
-    """The server's `/v1` URL on 127.0.0.1, with llama_cpp.server's `settings` (e.g.
-    "--seed", "7"); it is terminated (killed if it lingers) when the block ends."""
-    port = free_port()
+def run_llama_server(*settings: str, model: Path | None = None, context: int = 2048,
+                     port: int | None = None, start_s: float = START_S) -> Iterator[str]:
+    """The server's `/v1` URL on 127.0.0.1, serving `model` (default: the embedded SmolLM2)
+    with llama_cpp.server's `settings` (e.g. "--seed", "7"); its output is discarded, and it
+    is terminated (killed if it lingers) when the block ends."""
+    port = free_port() if port is None else port
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_llm()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--verbose", "False",
-         *settings],
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model or default_llm()),
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context),
+         "--verbose", "False", *settings],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + START_S
+        deadline = time.monotonic() + start_s
         while not _answers(url):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"llama_cpp.server did not start (exit code "
