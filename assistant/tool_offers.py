@@ -107,7 +107,9 @@ class RequestTools(ToolRegistry):
 
     def call(self, name: str, arguments: dict) -> ToolOutput:
         tool = next((t for t in self.tools() if t.spec.name == name), None)
-        if tool is None or tool.read_only:
+        if tool is None or tool.read_only or tool.asks_first:
+            # A tool that asks first is the user's to allow, each time: several changes
+            # in one reply (two notes deleted) are theirs to say yes to.
             return super().call(name, arguments)
         action = arguments.get("action")
         asks = ASKED_FOR.get(name, {}).get(action) if isinstance(action, str) else None

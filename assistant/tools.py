@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from functools import partial
 from typing import Any
 
 from models.base import ToolSpec
@@ -88,6 +89,13 @@ class Tool:
     read_only: bool = False
     """It changes nothing (a clock, a calculator): safe to run for a reply that may be
     dropped. Tools are assumed to change something unless they say so."""
+    asks_first: bool = False
+    """It runs only after the user's yes (`assistant.confirmation`); its `run` asks."""
+    check: Callable[[dict], str | None] | None = None
+    """Checks the arguments against the tool's whole input schema (an MCP tool's); the
+    few rules of `check_arguments` otherwise."""
+    source: str = ""
+    """Where it comes from: an MCP server's name, "" for Parley's own."""
 
 
 class ToolRegistry:
@@ -97,7 +105,16 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
-        self._tools[tool.spec.name] = tool
+        # A new dict, never one changed in place: MCP tools arrive and leave from another
+        # thread while a reply lists the tools.
+        self._tools = {**self._tools, tool.spec.name: tool}
+
+    def withdraw(self, names: set[str]) -> None:
+        """Remove these tools (an MCP server's, once it failed)."""
+        self._tools = {name: tool for name, tool in self._tools.items() if name not in names}
+
+    def names(self) -> set[str]:
+        return set(self._tools)
 
     def with_tool(self, tool: Tool) -> ToolRegistry:
         """A copy with one more tool (a reply's own conversation_history)."""
@@ -142,7 +159,7 @@ class ToolRegistry:
             known = ", ".join(self._tools) or "none"
             return failed(Failure.UNKNOWN_TOOL,
                           f"there is no tool named {name!r}. Tools: {known}.")
-        problem = check_arguments(tool.spec.parameters, arguments)
+        problem = (tool.check or partial(check_arguments, tool.spec.parameters))(arguments)
         if problem:
             return failed(Failure.BAD_ARGUMENTS, problem)
         try:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from functools import partial
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 
 from assistant.between_turns import BetweenTurns
 from assistant.cli.render import ChatRenderer
 from assistant.cli.terminal import read_line
+from assistant.cli.tools import describe_servers, tool_lines
+from assistant.confirmation import SAID_NO, YES, Answer, Confirmation, heard_answer
 from assistant.conversation import Conversation
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.timers import Timer, Timers, cancelled_line, finished_event
@@ -18,21 +21,32 @@ from memory.history import said_at
 from memory.summary import summary_block
 from models.base import CancelToken
 
+if TYPE_CHECKING:
+    from assistant.mcp_client.tools import McpTools
+
 HELP_TEXT = """Commands:
   /help      this help
   /history   the numbered messages of this conversation, with when each was said
   /summary   the summary of earlier messages that no longer fit, and what it covers
   /clear     forget the conversation and start again (with --save or --resume, in its
              file too)
+  /tools     the tools the model can use, and the MCP servers' state (one that failed
+             is started again)
   /quit      end (or Ctrl-D); Ctrl-C stops a reply but keeps the conversation"""
 
 
 class ChatSession:
     def __init__(self, conversation: Conversation, interactive: bool,
-                 console: Console | None = None, timers: Timers | None = None) -> None:
+                 console: Console | None = None, timers: Timers | None = None,
+                 mcp: McpTools | None = None, stdin: TextIO | None = None) -> None:
         self.conversation = conversation
         self.timers = timers
         self.interactive = interactive
+        self.mcp = mcp
+        """The MCP servers, for /tools (None: none configured)."""
+        self.stdin = stdin
+        """Where piped messages come from: a confirmation's answer is the next line."""
+        self._cancel: CancelToken | None = None
         self._between_turns = BetweenTurns(conversation)
         """The work done while the user types: the summary (if the conversation was built
         to write it between turns: at a terminal), then the next prompt's beginning."""
@@ -55,6 +69,8 @@ class ChatSession:
                 when = f", {said_at(m)}" if m.at else ""
                 text = m.content if len(m.content) <= 200 else m.content[:200] + "…"
                 self.console.print(f"#{m.seq} {who}{when}: {text}", soft_wrap=True)
+        elif name == "/tools":
+            self.show_tools()
         elif name == "/summary":
             self.show_summary()
         elif name == "/clear":
@@ -64,6 +80,37 @@ class ChatSession:
         else:
             self.console.print(f"! Unknown command {name}; /help lists them.", style="bold red")
         return True
+
+    def show_tools(self) -> None:
+        """Every tool the model can use; servers that failed are started again (only when
+        asked: a server that keeps failing is never restarted in a loop)."""
+        for line in tool_lines(self.conversation.tools):
+            self.console.print(f"· {line}", style="dim", soft_wrap=True)
+        if self.mcp is None:
+            return
+        for line in describe_servers(self.mcp):
+            self.console.print(f"· {line}", style="dim", soft_wrap=True)
+        restarted = self.mcp.restart_failed()
+        if restarted:
+            self.console.print(f"· Starting {', '.join(restarted)} again.", style="dim")
+
+    def confirm(self, confirmation: Confirmation) -> Answer:
+        """A typed yes before a tool changes something (on the reply's thread, while the
+        main one waits for it); Ctrl-C, the end of input or anything but a yes is a no."""
+        self.console.print(f"? {confirmation.question} (yes/no) ", style="bold", end="")
+        cancel = self._cancel
+        try:
+            if self.interactive:
+                line = read_line(self.console, stop=(lambda: cancel.cancelled) if cancel else None)
+            else:
+                line = (self.stdin or sys.stdin).readline()
+                self.console.print(line.rstrip("\n"))  # the transcript shows the answer
+        except (EOFError, KeyboardInterrupt):
+            line = ""
+        if heard_answer(line or ""):
+            return YES
+        self.console.print("· Not done.", style="dim")
+        return SAID_NO
 
     def timer_finished(self, timer: Timer) -> None:
         """On the timers' thread, even while the user types: a line and the terminal bell."""
@@ -105,7 +152,7 @@ class ChatSession:
                 if not self.command(line):
                     break
                 continue
-            cancel = CancelToken()
+            cancel = self._cancel = CancelToken()
             self._stop_idle()
             for event in self._idle_outcomes:  # written while the user typed: said now
                 self.render(event)

@@ -49,7 +49,8 @@ def load_model(args: argparse.Namespace) -> ChatModel:
     return model
 
 
-def check_tool_choice(choice: str | None, tools: ToolRegistry) -> None:
+def check_tool_choice(choice: str | None, tools: ToolRegistry,
+                      args: argparse.Namespace | None = None) -> None:
     """A ConfigError unless --llm-tool-choice is a keyword or one of Parley's tools: a name
     the server does not know would fail every request, one Parley never offers would
     silently never be sent."""
@@ -58,6 +59,11 @@ def check_tool_choice(choice: str | None, tools: ToolRegistry) -> None:
     from models.openai_compat import TOOL_CHOICE_WORDS
 
     names = [spec.name for spec in tools.specs()] + [history_tool.NAME]
+    if args is not None:
+        from assistant.cli.tools import could_be_mcp_tool
+
+        if could_be_mcp_tool(choice, args):  # listed once its server has started
+            return
     if choice not in (*TOOL_CHOICE_WORDS, *names):
         raise ConfigError(f"--llm-tool-choice {choice!r} is neither auto, required, none nor "
                           f"a tool's name ({', '.join(names)})")
@@ -103,17 +109,24 @@ def reply_settings(args: argparse.Namespace, max_messages: int | None = None,
         raise ConfigError(str(exc)) from exc
 
 
-def load_conversation(args: argparse.Namespace, timers: Timers,
-                      max_messages: int | None = None,
-                      idle_summaries: bool = False) -> Conversation:
-    """The conversation with its model, tools (the timer tool over `timers`) and local
-    intents; the templates compile while the model loads. With `--save`/`--resume` it is
-    kept in that file, which is checked before the model loads."""
-    saving = save_request(args)
-    reply_settings(args, max_messages)  # a mistake in the flags is said before the model loads
+def conversation_tools(timers: Timers) -> ToolRegistry:
+    """Parley's own tools, the timer's over `timers`; MCP servers' join them (`start_mcp`)."""
     tools = builtin_tools()
     tools.register(timer_tool(timers))
-    check_tool_choice(args.llm_tool_choice, tools)
+    return tools
+
+
+def load_conversation(args: argparse.Namespace, timers: Timers,
+                      max_messages: int | None = None,
+                      idle_summaries: bool = False,
+                      tools: ToolRegistry | None = None) -> Conversation:
+    """The conversation with its model, tools (given, or Parley's own with the timer tool
+    over `timers`) and local intents; the templates compile while the model loads. With
+    `--save`/`--resume` it is kept in that file, which is checked before the model loads."""
+    saving = save_request(args)
+    reply_settings(args, max_messages)  # a mistake in the flags is said before the model loads
+    tools = tools if tools is not None else conversation_tools(timers)
+    check_tool_choice(args.llm_tool_choice, tools, args)
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
         local = pool.submit(load_local_intents, args)
         model = load_model(args)
@@ -123,7 +136,8 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
         return SavedConversation(saving.open(), model, tools, settings, local=local.result())
 
 
-def load_voice_engines(args: argparse.Namespace, timers: Timers):
+def load_voice_engines(args: argparse.Namespace, timers: Timers,
+                       tools: ToolRegistry | None = None):
     """The voice conversation, speech-to-text and the voice, one after the other.
 
     Not side by side: loading is CPU work (llama.cpp repacks the weights, onnxruntime
@@ -132,7 +146,7 @@ def load_voice_engines(args: argparse.Namespace, timers: Timers):
     """
     # Voice has the time between turns: the summary is written in it, not in replies.
     conversation = load_conversation(args, timers, max_messages=VOICE_HISTORY_MESSAGES,
-                                     idle_summaries=True)
+                                     idle_summaries=True, tools=tools)
     return conversation, load_stt(args), load_tts(args)
 
 

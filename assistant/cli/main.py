@@ -1,4 +1,4 @@
-"""`parley`: the command line (chat, voice, replay, serve, devices)."""
+"""`parley`: the command line (chat, voice, replay, serve, tools, devices)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "says otherwise. Add it in Home Assistant under Settings > Devices & "
                     "services > Add integration > Wyoming Protocol, with this machine's host "
                     "and the port. Nothing of a conversation is written to disk.")
+    tools = commands.add_parser(
+        "tools", help="list every tool the model can use, or call one: tools call NAME JSON",
+        description="List every tool the model can use: Parley's own and those of the MCP "
+                    "servers configured (--mcp FILE or [mcp-servers.NAME] in the config file), "
+                    "with the server each comes from and whether it asks you first. "
+                    "`parley tools call NAME '{\"argument\": \"value\"}'` runs one "
+                    "directly and prints what the model would read, to check a configuration.")
+    tools.add_argument("tool_command", nargs="*", metavar="call NAME JSON",
+                       help="call the tool NAME with these arguments (a JSON object)")
     commands.add_parser("wake-words", help="list the wake words for --wake-word",
                         description="List the wake words (microWakeWord models shipped in "
                                     "pymicro-wakeword) that --wake-word takes.")
@@ -74,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "--input-device and --output-device.")
     # The settings go before the subcommand or after it; only typed ones count there.
     add_settings(parser, None)
-    for name, sub in (("chat", chat), ("voice", voice), ("replay", replay), ("serve", serve)):
+    for name, sub in (("chat", chat), ("voice", voice), ("replay", replay), ("serve", serve),
+                      ("tools", tools)):
         add_settings(sub, name)
     return parser
 
@@ -133,6 +143,10 @@ def run(args: argparse.Namespace) -> int:
         from assistant.cli.serve import run_serve
 
         return run_serve(args)
+    if command == "tools":
+        from assistant.cli.tools import run_tools
+
+        return run_tools(args)
     if command == "devices":
         from assistant.cli.devices import run_devices
 
@@ -162,22 +176,34 @@ def run(args: argparse.Namespace) -> int:
 
         return run_replay(args)
     from assistant.cli.chat import ChatSession
-    from assistant.cli.engines import load_conversation
+    from assistant.cli.engines import conversation_tools, load_conversation
     from assistant.cli.saved import announce, close_saved
+    from assistant.cli.tools import start_mcp
     from assistant.timers import Timers
 
     # The session shows a timer going off; it exists once the conversation is loaded.
     shown: list[ChatSession] = []
     timers = Timers(on_finished=lambda timer: shown and shown[0].timer_finished(timer))
     interactive = sys.stdin.isatty()
-    # At a terminal the user types between replies: the summary is written then.
-    conversation = load_conversation(args, timers, idle_summaries=interactive)
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    session = ChatSession(conversation, interactive=interactive, timers=timers)
-    shown.append(session)
-    announce(conversation, session.console)
+    tools = conversation_tools(timers)
+    # MCP servers start while the model loads; a failure is a line on stderr, whenever it
+    # comes (on stdout it would land at a different place in each piped transcript).
+    mcp = start_mcp(args, tools, lambda line: print(f"! {line}", file=sys.stderr, flush=True))
     try:
-        return session.run(stdin)
+        # At a terminal the user types between replies: the summary is written then.
+        conversation = load_conversation(args, timers, idle_summaries=interactive, tools=tools)
+        stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        session = ChatSession(conversation, interactive=interactive, timers=timers, mcp=mcp,
+                              stdin=stdin)
+        if mcp is not None:
+            mcp.confirm = session.confirm
+        shown.append(session)
+        announce(conversation, session.console)
+        try:
+            return session.run(stdin)
+        finally:
+            close_saved(conversation)
     finally:
-        close_saved(conversation)
+        if mcp is not None:
+            mcp.close()
 

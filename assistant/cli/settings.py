@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from assistant.errors import ConfigError
+from assistant.mcp_client import config as mcp_config
 
 CONFIG_PATH = Path("~/.config/parley/config.toml")
+MCP_SERVERS = "mcp_servers"
+"""The config file's [mcp-servers.NAME] tables, as `args.mcp_servers` (a list)."""
 
 
 def _whole(text: str) -> int:
@@ -114,10 +117,11 @@ _LIVE = frozenset({"voice"})
 _TALK = frozenset({"chat", "voice"})
 _SERVE = frozenset({"serve"})
 _SPEECH_ENGINES = _SPEECH | _SERVE
+_TOOLS = frozenset({"tools"})
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("--debug", _switch, False, "show debug lines with the timings of every stage, "
-            "and tracebacks, on stderr (never a file)", "output", _ALL),
+            "and tracebacks, on stderr (never a file)", "output", _ALL | _TOOLS),
     Setting("--llm-model", Path, None, "a GGUF chat model (default: the embedded SmolLM2-135M)",
             "language model", _ALL),
     Setting("--llm-url", str, None, "an OpenAI-compatible server instead, e.g. "
@@ -148,6 +152,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--no-local-intents", _switch, False, "send every message to the model, even the "
             "time, timers and arithmetic Parley answers itself (for a model that should "
             "decide)", "language model", _ALL),
+    Setting("--mcp", Path, None, "a file of MCP servers whose tools the model may use: "
+            "JSON with mcpServers (the file other MCP clients read) or TOML with "
+            "[mcp-servers.NAME] tables, which the config file can also hold (see docs/mcp.md)",
+            "tools", _ALL | _TOOLS, metavar="FILE"),
     Setting("--save", Path, None, "keep this conversation in FILE, a new file readable only "
             "by you, each message written as it is said (without it nothing is written)",
             "conversation", _TALK, flag_only=True, metavar="FILE"),
@@ -270,6 +278,7 @@ def resolve(given: argparse.Namespace, environ: Mapping[str, str] = os.environ
             resolved[setting.dest] = _from_toml(setting, raw, path)
         else:
             resolved[setting.dest] = setting.default
+    resolved[MCP_SERVERS] = file_values.get(MCP_SERVERS, (None, []))[1]
     return argparse.Namespace(**resolved)
 
 
@@ -319,11 +328,15 @@ def read_config(explicit: Path | None, environ: Mapping[str, str]) -> dict[str, 
                           "nesting too deep)") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read the config file {path} ({exc.strerror})") from exc
+    servers = data.pop(mcp_config.TABLE, None)
     values = {key.replace("-", "_"): value for key, value in data.items()}
-    unknown = sorted(set(values) - set(BY_DEST))
+    if servers is not None:  # [mcp-servers.NAME] tables: checked now, used by every mode
+        values[MCP_SERVERS] = mcp_config.servers_from(servers, str(path))
+    unknown = sorted(set(values) - set(BY_DEST) - {MCP_SERVERS})
     if unknown:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
-    flag_only = sorted(BY_DEST[key].flag for key in values if BY_DEST[key].flag_only)
+    flag_only = sorted(BY_DEST[key].flag for key in values
+                       if key in BY_DEST and BY_DEST[key].flag_only)
     if flag_only:
         raise ConfigError(f"{path}: {flag_only[0][2:]} is not read from a file; pass "
                           f"{flag_only[0]} on the command line")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import select
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 
@@ -11,7 +12,8 @@ WAKE_S = 0.2
 """How often the wait for a line lets Python look for a Ctrl-C (at most this late)."""
 
 
-def read_line(console: Console, prompt: str = "") -> str:
+def read_line(console: Console, prompt: str = "",
+              stop: Callable[[], bool] | None = None) -> str:
     """A line typed at the terminal, as `console.input(prompt)`; EOFError on Ctrl-D and
     KeyboardInterrupt on Ctrl-C, whichever thread the kernel gave the Ctrl-C to.
 
@@ -21,6 +23,8 @@ def read_line(console: Console, prompt: str = "") -> str:
     hangs until Enter. So the wait for a line is a select() that wakes every `WAKE_S`, and
     Python raises a noted Ctrl-C between two waits. The terminal reads a line at a time:
     once stdin is readable, a whole line (or Ctrl-D) is there and `input()` returns at once.
+    `stop`: asked at each wake; once it says so, the wait ends with "" (a reply's question
+    the user stopped with Ctrl-C).
     """
     if prompt:
         console.print(prompt, end="")
@@ -31,5 +35,6 @@ def read_line(console: Console, prompt: str = "") -> str:
         descriptor = None  # not a real file (a test's): nothing to wait on
     if descriptor is not None:
         while not select.select([descriptor], [], [], WAKE_S)[0]:
-            pass
+            if stop is not None and stop():
+                return ""
     return console.input("")

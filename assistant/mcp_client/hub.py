@@ -1,0 +1,332 @@
+"""The MCP servers Parley is connected to, each in the background on one event loop.
+
+Parley's replies are threads; the `mcp` SDK is asynchronous. The hub runs one asyncio
+loop on a thread of its own, with a task per server that starts it, lists its tools and
+then holds the connection open (the SDK's contexts must be entered and left by the same
+task). A call from a reply is sent to that loop and waited for with the server's
+timeout. A server that fails to start, hangs or dies is one line (`warn`), its tools are
+withdrawn (`on_tools(name, None)`), and it stays stopped until `restart_failed()`: never
+restarted in a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from assistant.mcp_client.config import ServerConfig
+
+log = logging.getLogger(__name__)
+
+START_GRACE_S = 2.0
+"""Added to a call's wait beyond the server's own timeout, for the SDK to say so first."""
+
+
+class Status(Enum):
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    DISABLED = "disabled"
+
+
+class CallFailed(Exception):
+    """A call that got no answer: the server is gone, hung or broke the protocol. The
+    message is a sentence for the user and the model."""
+
+
+@dataclass
+class ServerState:
+    config: ServerConfig
+    status: Status = Status.STARTING
+    tools: list[Any] = field(default_factory=list)
+    """The `mcp.types.Tool`s it listed (all of them; the config picks what is used)."""
+    problem: str = ""
+    """Why it failed, for `parley tools` and `/tools`."""
+    client: Any = None
+    stop: asyncio.Event | None = None
+    task: asyncio.Task | None = None
+    generation: int = 0
+    """Counts its starts, so a late report of an old run changes nothing."""
+
+
+ToolsChanged = Callable[[str, "list[Any] | None"], None]
+"""Told a server's listed tools when it is ready, None when they are withdrawn."""
+
+
+class McpHub:
+    def __init__(self, servers: list[ServerConfig], on_tools: ToolsChanged,
+                 warn: Callable[[str], None], server_stderr: bool = False) -> None:
+        self._states = {s.name: ServerState(s, Status.STARTING if s.enabled else Status.DISABLED)
+                        for s in servers}
+        self._on_tools = on_tools
+        self._warn = warn
+        self._server_stderr = server_stderr
+        """Let stdio servers write to Parley's stderr (--debug); otherwise it is discarded."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+
+    @property
+    def servers(self) -> list[ServerState]:
+        return list(self._states.values())
+
+    def start(self) -> None:
+        """Start every enabled server in the background; returns at once."""
+        if self._thread is not None or not any(s.config.enabled for s in self.servers):
+            return
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            ready.set()
+            self._loop.run_forever()
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="mcp", daemon=True)
+        self._thread.start()
+        ready.wait()
+        for state in self.servers:
+            if state.config.enabled:
+                self._launch(state)
+
+    def wait_started(self, timeout_s: float | None = None) -> bool:
+        """Wait until no server is still starting (for `parley tools` and tests)."""
+        with self._settled:
+            return self._settled.wait_for(
+                lambda: all(s.status is not Status.STARTING for s in self.servers), timeout_s)
+
+    def restart_failed(self) -> list[str]:
+        """Start again the servers that failed; their names."""
+        names = []
+        for state in self.servers:
+            if state.status is Status.FAILED:
+                if self._thread is None:
+                    self.start()
+                with self._lock:
+                    state.status, state.problem = Status.STARTING, ""
+                self._launch(state)
+                names.append(state.config.name)
+        return names
+
+    def call(self, server: str, tool: str, arguments: dict) -> Any:
+        """Call a tool and wait for its `CallToolResult`; a CallFailed if the server does
+        not answer in its timeout, is gone, or breaks the protocol (the server is then
+        stopped and its tools withdrawn)."""
+        state = self._states[server]
+        if state.status is not Status.READY or self._loop is None:
+            why = state.problem or state.status.value
+            raise CallFailed(f"the MCP server {server!r} is not running ({why}); /tools "
+                             "starts it again")
+        timeout = state.config.timeout_s
+        client, generation = state.client, state.generation
+        future = asyncio.run_coroutine_threadsafe(
+            client.call_tool(tool, arguments, read_timeout_seconds=timeout), self._loop)
+        try:
+            return future.result(timeout + START_GRACE_S)
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            future.cancel()
+            problem = f"{tool} did not answer within {timeout:g} s"
+        except concurrent.futures.CancelledError:
+            problem = f"the call to {tool} was stopped"
+        except Exception as exc:  # the SDK's errors, a closed connection, invalid results
+            problem = _describe(exc, tool)
+            if _answered_with_error(exc):  # the server is alive and said no: not a failure
+                raise CallFailed(f"{server} refused the call: {problem}") from exc
+        self._fail(state, generation, problem)
+        raise CallFailed(f"the MCP server {server!r} failed: {problem}")
+
+    def close(self) -> None:
+        """Stop every server and the loop (servers are child processes: they end too)."""
+        loop = self._loop
+        if loop is None:
+            return
+        for state in self.servers:
+            if state.stop is not None:
+                loop.call_soon_threadsafe(state.stop.set)
+        tasks = [s.task for s in self.servers if s.task is not None]
+
+        async def finish() -> None:
+            if tasks:
+                await asyncio.wait(tasks, timeout=5)
+            for task in tasks:
+                task.cancel()
+
+        try:
+            asyncio.run_coroutine_threadsafe(finish(), loop).result(8)
+        except Exception:  # closing must not fail an exit
+            log.debug("stopping the MCP servers", exc_info=True)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(5)
+        self._loop = self._thread = None
+
+    def _launch(self, state: ServerState) -> None:
+        loop = self._loop
+        assert loop is not None
+
+        def begin() -> None:
+            state.generation += 1
+            state.stop = asyncio.Event()
+            state.task = loop.create_task(self._run(state, state.generation),
+                                          name=f"mcp-{state.config.name}")
+            loop.call_later(state.config.timeout_s, self._start_timed_out, state,
+                            state.generation)
+
+        loop.call_soon_threadsafe(begin)
+
+    def _start_timed_out(self, state: ServerState, generation: int) -> None:
+        """A server still starting after its timeout is hung: its task is cancelled (in
+        the task itself the SDK's contexts unwind and the process is stopped)."""
+        if state.generation == generation and state.status is Status.STARTING:
+            self._fail(state, generation,
+                       f"it did not start within {state.config.timeout_s:g} s")
+            if state.task is not None:
+                state.task.cancel()
+
+    async def _run(self, state: ServerState, generation: int) -> None:
+        """One run of a server, all in this task (the SDK's contexts are entered and left
+        by the same task): connect, list its tools, hold the connection until stopped."""
+        from mcp import Client
+
+        config = state.config
+        try:
+            client = Client(_transport(config, self._server_stderr),
+                            read_timeout_seconds=config.timeout_s)
+            await client.__aenter__()
+            try:
+                tools = await _list_tools(client)
+                with self._lock:
+                    if state.generation != generation or state.status is not Status.STARTING:
+                        return
+                    state.client, state.tools, state.status = client, tools, Status.READY
+                self._on_tools(config.name, tools)
+                with self._lock:  # settled once its tools are offered
+                    self._settled.notify_all()
+                log.debug("MCP server %s ready with %d tools", config.name, len(tools))
+                assert state.stop is not None
+                await state.stop.wait()
+            finally:
+                await self._leave(client, config.name)
+        except asyncio.CancelledError:  # its start timed out, or Parley is closing
+            pass
+        except Exception as exc:  # any start failure is one line, never a traceback
+            log.debug("the MCP server %s failed", config.name, exc_info=True)
+            self._fail(state, generation, _start_problem(exc, config))
+
+    @staticmethod
+    async def _leave(client: Any, name: str) -> None:
+        try:
+            await client.__aexit__(None, None, None)
+        except BaseException:  # a server already gone fails its goodbye: nothing to do
+            log.debug("closing the MCP server %s", name, exc_info=True)
+
+    def _fail(self, state: ServerState, generation: int, problem: str) -> None:
+        with self._lock:
+            if state.generation != generation or state.status is Status.FAILED:
+                return
+            was_ready = state.status is Status.READY
+            state.status, state.problem, state.tools = Status.FAILED, problem, []
+            self._settled.notify_all()
+        if state.stop is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(state.stop.set)
+        if was_ready:
+            self._on_tools(state.config.name, None)
+        withdrawn = "its tools are withdrawn" if was_ready else "its tools are not offered"
+        self._warn(f"MCP server {state.config.name!r} ({state.config.where}): {problem}; "
+                   f"{withdrawn} (/tools starts it again).")
+
+
+async def _list_tools(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor = None
+    for _ in range(100):  # a server that pages forever is not listed forever
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _transport(config: ServerConfig, server_stderr: bool) -> Any:
+    """What `mcp.Client` connects to: a stdio server it starts, or a streamable HTTP URL."""
+    if config.url is not None:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = create_mcp_http_client(headers=dict(config.headers) or None)
+        return streamable_http_client(config.url, http_client=http)
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=config.command or "", args=list(config.args),
+                                   env=dict(config.env) or None, cwd=config.cwd)
+    # A server's log lines would land in the middle of the conversation: discarded
+    # unless --debug (never written to a file).
+    errlog = sys.stderr if server_stderr else open(os.devnull, "w")  # noqa: SIM115
+    return _StdioTransport(params, errlog)
+
+
+class _StdioTransport:
+    """`stdio_client` as a Transport that closes the discarded-stderr file it was given."""
+
+    def __init__(self, params: Any, errlog: Any) -> None:
+        self._params, self._errlog = params, errlog
+        self._context: Any = None
+
+    async def __aenter__(self) -> Any:
+        from mcp.client.stdio import stdio_client
+
+        self._context = stdio_client(self._params, errlog=self._errlog)
+        return await self._context.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._context.__aexit__(*exc)
+        finally:
+            if self._errlog is not None and self._errlog.name == os.devnull:
+                self._errlog.close()
+
+
+def _start_problem(exc: BaseException, config: ServerConfig) -> str:
+    if isinstance(exc, FileNotFoundError) or (
+            isinstance(exc, OSError) and exc.errno == 2 and config.command):
+        return (f"cannot start it: no program {config.command!r} (check the command, or "
+                "install the server)")
+    if isinstance(exc, PermissionError):
+        return f"cannot start {config.command!r}: permission denied"
+    return f"it failed to start ({_describe(exc, 'the connection')})"
+
+
+def _describe(exc: BaseException, what: str) -> str:
+    """A short, readable cause, from the first exception of a group (anyio's task groups
+    raise groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip() or type(exc).__name__
+    if "Connection closed" in text:
+        return f"the server closed the connection during {what} (it may have exited)"
+    if len(text) > 200:
+        text = text[:200] + "…"
+    return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
+
+
+def _answered_with_error(exc: BaseException) -> bool:
+    """A JSON-RPC error the server sent about the request (unknown tool, invalid params):
+    the server is working."""
+    from mcp.shared.exceptions import MCPError
+
+    if not isinstance(exc, MCPError):
+        return False
+    from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+    return exc.code not in (CONNECTION_CLOSED, -32001)  # -32001: the request timed out

@@ -1,0 +1,204 @@
+"""MCP servers' tools as Parley's tools: offered to the model beside its own, under names
+that cannot collide, run through the hub, asking the user first where they change things."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from assistant.confirmation import Answer, Confirm, Confirmation, no_one_to_ask
+from assistant.mcp_client.config import ServerConfig
+from assistant.mcp_client.hub import CallFailed, McpHub, ServerState
+from assistant.tools import Failure, Tool, ToolOutput, ToolRefused, ToolRegistry, failed
+from models.base import ToolSpec
+
+log = logging.getLogger(__name__)
+
+SEPARATOR = "__"
+NAME_LIMIT = 64
+"""OpenAI-compatible servers take tool names of at most 64 of [A-Za-z0-9_-]."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One of a server's tools, as `parley tools` shows it."""
+
+    name: str
+    """The name the model calls."""
+    server: str
+    server_tool: str
+    description: str
+    asks_first: bool
+    read_only: bool
+
+
+def needs_yes(tool: Any, config: ServerConfig) -> bool:
+    """Whether the user must say yes before `tool` runs: the server does not call it
+    read-only, or calls it destructive (MCP's annotations; a tool without them may change
+    anything), or the config lists it in confirm-tools; never for a trusted tool."""
+    if tool.name in config.trusted_tools:
+        return False
+    if tool.name in config.confirm_tools:
+        return True
+    return not read_only(tool)
+
+
+def read_only(tool: Any) -> bool:
+    hints = tool.annotations
+    return bool(hints is not None and hints.read_only_hint is True
+                and hints.destructive_hint is not True)
+
+
+def model_name(server: str, tool: str, taken: set[str]) -> str:
+    """`server__tool`, made of the characters every model server accepts, at most 64 of
+    them, and numbered if still taken."""
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}{SEPARATOR}{tool}")[:NAME_LIMIT]
+    name, n = base, 2
+    while name in taken:
+        suffix = f"_{n}"
+        name, n = base[:NAME_LIMIT - len(suffix)] + suffix, n + 1
+    return name
+
+
+def result_text(result: Any) -> str:
+    """What the model reads of a `CallToolResult`: its text, with images, audio and
+    resources named rather than included; the structured content when there is no text."""
+    parts: list[str] = []
+    for block in result.content or []:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind in ("image", "audio"):
+            size = len(block.data) * 3 // 4  # base64
+            parts.append(f"[{kind} ({block.mime_type}, about {size:,} bytes) not shown]")
+        elif kind == "resource":
+            resource = block.resource
+            mime = f", {resource.mime_type}" if getattr(resource, "mime_type", None) else ""
+            parts.append(f"[resource {resource.uri}{mime} not shown]")
+        elif kind == "resource_link":
+            parts.append(f"[link to resource {block.uri} ({block.name})]")
+        else:
+            parts.append(f"[{kind or 'unknown'} content not shown]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts) if parts else "(no content)"
+
+
+def schema_check(schema: dict) -> Callable[[dict], str | None]:
+    """The arguments checked against the tool's whole JSON schema before the call."""
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        validator_class = validators.validator_for(schema)
+        validator_class.check_schema(schema)
+        validator = validator_class(schema)
+    except SchemaError as exc:  # the server's schema is broken: its tool cannot be checked
+        log.debug("an MCP tool's input schema is invalid: %s", exc.message)
+        problem = f"the tool's own input schema is invalid ({exc.message})"
+        return lambda _: problem
+
+    def check(arguments: dict) -> str | None:
+        error = next(iter(sorted(validator.iter_errors(arguments), key=lambda e: e.path)),
+                     None)
+        if error is None:
+            return None
+        where = ".".join(str(p) for p in error.absolute_path)
+        return f"{'argument ' + repr(where) + ': ' if where else ''}{error.message}"
+
+    return check
+
+
+class McpTools:
+    """The configured servers, started in the background; their tools are registered in
+    `registry` when a server is ready and withdrawn when it fails."""
+
+    def __init__(self, servers: list[ServerConfig], registry: ToolRegistry,
+                 warn: Callable[[str], None], confirm: Confirm | None = None,
+                 server_stderr: bool = False) -> None:
+        self.registry = registry
+        self.confirm: Confirm = confirm or no_one_to_ask("no one can be asked here")
+        """Asks the user before a tool that changes something; set by the mode that runs
+        (typed in chat, spoken in voice, the session file in replay)."""
+        self._configs = {s.name: s for s in servers}
+        self._names: dict[str, set[str]] = {}
+        self._listed: dict[str, list[Listed]] = {}
+        self._lock = threading.Lock()
+        self.hub = McpHub(servers, self._tools_changed, warn, server_stderr)
+
+    def start(self) -> None:
+        self.hub.start()
+
+    def close(self) -> None:
+        self.hub.close()
+
+    def restart_failed(self) -> list[str]:
+        return self.hub.restart_failed()
+
+    @property
+    def servers(self) -> list[ServerState]:
+        return self.hub.servers
+
+    def listed(self) -> list[Listed]:
+        with self._lock:
+            return [tool for tools in self._listed.values() for tool in tools]
+
+    def _tools_changed(self, server: str, tools: list[Any] | None) -> None:
+        with self._lock:
+            self.registry.withdraw(self._names.pop(server, set()))
+            self._listed.pop(server, None)
+            if tools is None:
+                return
+            config = self._configs[server]
+            taken = self.registry.names()
+            names: set[str] = set()
+            listed: list[Listed] = []
+            for tool in tools:
+                if not config.uses(tool.name):
+                    continue
+                name = model_name(server, tool.name, taken | names)
+                names.add(name)
+                parley_tool = self._tool(name, config, tool)
+                self.registry.register(parley_tool)
+                listed.append(Listed(name, server, tool.name, tool.description or "",
+                                     parley_tool.asks_first, parley_tool.read_only))
+            self._names[server], self._listed[server] = names, listed
+
+    def _tool(self, name: str, config: ServerConfig, tool: Any) -> Tool:
+        schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+        schema = {"type": "object", **schema}
+        asks = needs_yes(tool, config)
+        server, server_tool = config.name, tool.name
+
+        def run(arguments: dict) -> ToolOutput:
+            if asks:
+                answer = self._ask(Confirmation(name, server, server_tool, dict(arguments)))
+                if not answer.allowed:
+                    raise ToolRefused(f"{answer.why}: {server_tool} was not run and nothing "
+                                      "changed. Tell the user, without a tool.")
+            try:
+                result = self.hub.call(server, server_tool, arguments)
+            except CallFailed as exc:
+                return failed(Failure.RAISED, str(exc), exc)
+            text = result_text(result)
+            if result.is_error:
+                return failed(Failure.RAISED, f"{server_tool} failed: {text}")
+            value = result.structured_content if result.structured_content is not None else text
+            return ToolOutput(text, value)
+
+        return Tool(ToolSpec(name, (tool.description or tool.name).strip(), schema), run,
+                    lambda _: f"Asking {server}: {server_tool}",
+                    read_only=read_only(tool) and not asks, asks_first=asks,
+                    check=schema_check(schema), source=server)
+
+    def _ask(self, confirmation: Confirmation) -> Answer:
+        try:
+            return self.confirm(confirmation)
+        except Exception:  # asking failed (a device gone): the change is not made
+            log.exception("asking the user to confirm %s failed", confirmation.tool)
+            return Answer(False, "the user could not be asked")
