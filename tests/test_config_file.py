@@ -35,7 +35,8 @@ def home(tmp_path, monkeypatch) -> Home:
     home.folder.mkdir()
     without_user_settings(monkeypatch, home.folder)
 
-    def load_conversation(args, timers=None, max_messages=None, idle_summaries=False):
+    def load_conversation(args, timers=None, max_messages=None, idle_summaries=False,
+                          tools=None):
         home.seen.append(args)
         raise ConfigError("stopped by the test")
 

@@ -24,7 +24,8 @@ def seen(monkeypatch):
     """The settings `parley chat` would build its conversation from (it stops there)."""
     captured: list = []
 
-    def load_conversation(args, timers=None, max_messages=None, idle_summaries=False):
+    def load_conversation(args, timers=None, max_messages=None, idle_summaries=False,
+                          tools=None):
         captured.append(args)
         raise ConfigError("stopped by the test")
 
@@ -113,7 +114,7 @@ def run_chat_with_a_bug(monkeypatch, capsys, argv: list[str]) -> tuple[str, str]
     model = ScriptedChatModel()
     model.enqueue("Hi.", "never said")
     monkeypatch.setattr("assistant.cli.engines.load_conversation",
-                        lambda args, timers=None, max_messages=None, idle_summaries=False:
+                        lambda args, timers=None, **_:
                         Conversation(model, builtin_tools()))
     import assistant.prompt as prompt
 
