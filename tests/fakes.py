@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -43,7 +43,7 @@ class ScriptedChatModel(ChatModel):
 
     def __init__(self, context_size: int = 8192, chunk_size: int = 5) -> None:
         self.context_size = context_size
-        self.queue: list[str | Exception] = []
+        self.queue: list[str | Exception | Callable[[list[PromptMessage]], str]] = []
         self.prompts: list[list[PromptMessage]] = []
         self.offered: list[list[str]] = []
         self.chunk_size = chunk_size
@@ -51,7 +51,8 @@ class ScriptedChatModel(ChatModel):
         self.sent: list[int] = []
         """For each reply streamed, how many of its characters it sent before it stopped."""
 
-    def enqueue(self, *replies: str | Exception) -> None:
+    def enqueue(self, *replies: str | Exception | Callable[[list[PromptMessage]], str]
+                ) -> None:
         self.queue.extend(replies)
 
     def count_tokens(self, message: PromptMessage) -> int:
@@ -76,6 +77,8 @@ class ScriptedChatModel(ChatModel):
         reply = self.queue.pop(0) if self.queue else "OK."
         if isinstance(reply, Exception):
             raise reply
+        if callable(reply):  # an answer made from what it was given (a tool's result)
+            reply = reply(messages)
         scanner = ToolCallScanner(tools=tools)
         self.sent.append(0)
         for start in range(0, len(reply), self.chunk_size):
