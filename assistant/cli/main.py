@@ -197,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
                               stdin=stdin)
         if mcp is not None:
             mcp.confirm = session.confirm
+            if not interactive:  # a script is offered the same tools on every run
+                mcp.wait_started()
         shown.append(session)
         announce(conversation, session.console)
         try:

@@ -16,9 +16,6 @@ from assistant.mcp_client.hub import Status
 from assistant.mcp_client.tools import SEPARATOR, McpTools
 from assistant.tools import ToolRegistry
 
-START_WAIT_S = 60.0
-"""How long `parley tools` waits for the servers (each has its own timeout too)."""
-
 
 def configured_servers(args: argparse.Namespace) -> list[ServerConfig]:
     """The config file's [mcp-servers.NAME] tables, then the --mcp file's servers (a
@@ -95,7 +92,7 @@ def run_tools(args: argparse.Namespace) -> int:
             count = len(mcp.servers)
             notes.print(f"· Starting {count} MCP server{'s' if count != 1 else ''}…",
                         style="dim")
-            mcp.hub.wait_started(START_WAIT_S)
+            mcp.wait_started()
         if not words:
             for line in tool_lines(registry):
                 console.print(line)

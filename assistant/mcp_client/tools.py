@@ -137,6 +137,10 @@ class McpTools:
     def close(self) -> None:
         self.hub.close()
 
+    def wait_started(self) -> None:
+        """Until every server is ready or has failed (each within its own timeout)."""
+        self.hub.wait_started(max((s.config.timeout_s for s in self.servers), default=0) + 5)
+
     def restart_failed(self) -> list[str]:
         return self.hub.restart_failed()
 
