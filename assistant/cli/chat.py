@@ -107,10 +107,7 @@ class ChatSession:
                 self.console.print(line.rstrip("\n"))  # the transcript shows the answer
         except (EOFError, KeyboardInterrupt):
             line = ""
-        if heard_answer(line or ""):
-            return YES
-        self.console.print("· Not done.", style="dim")
-        return SAID_NO
+        return YES if heard_answer(line or "") else SAID_NO
 
     def timer_finished(self, timer: Timer) -> None:
         """On the timers' thread, even while the user types: a line and the terminal bell."""

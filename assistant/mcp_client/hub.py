@@ -25,6 +25,8 @@ from assistant.mcp_client.config import ServerConfig
 
 log = logging.getLogger(__name__)
 
+REQUEST_TIMEOUT = -32001
+"""The MCP SDK's error code for a request it stopped waiting for."""
 START_GRACE_S = 2.0
 """Added to a call's wait beyond the server's own timeout, for the SDK to say so first."""
 
@@ -137,7 +139,8 @@ class McpHub:
         except concurrent.futures.CancelledError:
             problem = f"the call to {tool} was stopped"
         except Exception as exc:  # the SDK's errors, a closed connection, invalid results
-            problem = _describe(exc, tool)
+            problem = (f"{tool} did not answer within {timeout:g} s" if _timed_out(exc)
+                       else _describe(exc, tool))
             if _answered_with_error(exc):  # the server is alive and said no: not a failure
                 raise CallFailed(f"{server} refused the call: {problem}") from exc
         self._fail(state, generation, problem)
@@ -320,6 +323,12 @@ def _describe(exc: BaseException, what: str) -> str:
     return f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text
 
 
+def _timed_out(exc: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+
+    return isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
+
+
 def _answered_with_error(exc: BaseException) -> bool:
     """A JSON-RPC error the server sent about the request (unknown tool, invalid params):
     the server is working."""
@@ -329,4 +338,4 @@ def _answered_with_error(exc: BaseException) -> bool:
         return False
     from mcp_types.jsonrpc import CONNECTION_CLOSED
 
-    return exc.code not in (CONNECTION_CLOSED, -32001)  # -32001: the request timed out
+    return exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
