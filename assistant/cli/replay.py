@@ -10,17 +10,25 @@ from pathlib import Path
 
 from assistant.cli.engines import (
     build_segmenter,
+    conversation_tools,
     load_voice_engines,
     microphone_input,
     voice_settings,
     wake_word_detector,
 )
+from assistant.cli.tools import running_mcp
 
 
 def run_replay(args: argparse.Namespace) -> int:
     from assistant.timers import Timers
     from assistant.voice.loop import VoiceLoop
-    from assistant.voice.replay import SkippableClock, load_session, replay, session_json
+    from assistant.voice.replay import (
+        SessionAnswers,
+        SkippableClock,
+        load_session,
+        replay,
+        session_json,
+    )
     from audio.echo import FarEnd, RoomEcho
     from audio.memory_out import MemorySpeaker
 
@@ -39,26 +47,34 @@ def run_replay(args: argparse.Namespace) -> int:
     clock = SkippableClock()
     rings: list = []  # the loop, once it exists, announces a timer going off
     timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))
-    conversation, stt, tts = load_voice_engines(args, timers)
-    barge_in_turns = any(t.during_reply_ms is not None for t in turns)
-    # A barge-in needs a reply that is still playing, and an echo a room that plays in
-    # real time, so those sessions play in real time.
-    realtime = not args.fast or barge_in_turns or microphone is not None
-    speaker = MemorySpeaker(realtime=realtime, keep_chunks=False,
-                            far_end=far_end if microphone is not None else None)
-    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, clock=clock,
-                     keep_audio=args.audio_out is not None, wake_word=wake_word)
-    rings.append(loop)
+    tools = conversation_tools(timers)
+    answers = SessionAnswers()  # a change is made only where the session file says yes
+    with running_mcp(args, tools, lambda line: print(f"parley: {line}", file=sys.stderr),
+                     confirm=answers) as mcp:
+        conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
+        if mcp is not None:
+            # Every turn is offered the same tools on every run: replay waits for them.
+            mcp.hub.wait_started(max(s.config.timeout_s for s in mcp.servers) + 5)
+        barge_in_turns = any(t.during_reply_ms is not None for t in turns)
+        # A barge-in needs a reply that is still playing, and an echo a room that plays in
+        # real time, so those sessions play in real time.
+        realtime = not args.fast or barge_in_turns or microphone is not None
+        speaker = MemorySpeaker(realtime=realtime, keep_chunks=False,
+                                far_end=far_end if microphone is not None else None)
+        loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, clock=clock,
+                         keep_audio=args.audio_out is not None, wake_word=wake_word)
+        rings.append(loop)
 
-    def skip(seconds: float) -> None:
-        clock.skip(seconds)
-        timers.run_due()
+        def skip(seconds: float) -> None:
+            clock.skip(seconds)
+            timers.run_due()
 
-    try:
-        produced = replay(loop, turns, fast=args.fast, skip=skip, microphone=microphone)
-    finally:
-        timers.close()
-        loop.close()
+        try:
+            produced = replay(loop, turns, fast=args.fast, skip=skip, microphone=microphone,
+                              answers=answers)
+        finally:
+            timers.close()
+            loop.close()
     document = session_json(loop, turns, produced)
     text = json.dumps(document, ensure_ascii=False, indent=2)
     try:

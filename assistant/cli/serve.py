@@ -18,6 +18,8 @@ from assistant.cli.engines import (
     load_tts,
     reply_settings,
 )
+from assistant.cli.tools import start_mcp
+from assistant.confirmation import no_one_to_ask
 from assistant.conversation import Conversation
 from assistant.errors import ConfigError
 from assistant.timer_tool import timers_unavailable
@@ -27,9 +29,13 @@ NO_TIMERS = ("Parley cannot set timers through Home Assistant: it could not ring
              "it ends. Ask Home Assistant's own assistant for a timer.")
 
 
-def conversation_factory(args: argparse.Namespace, model):
-    """How the server makes a conversation: the shared model and intent templates, its own
-    history, summary, search and local-intent state (a question it asked)."""
+SERVE_CANNOT_ASK = ("`parley serve` has no one to ask: list the tool in trusted-tools "
+                    "in its MCP server's settings to let it run there")
+
+
+def conversation_factory(args: argparse.Namespace, model, tools=None):
+    """How the server makes a conversation: the shared model, tools and intent templates,
+    its own history, summary, search and local-intent state (a question it asked)."""
     # Summaries are written after a reply, while the model is free: no reply waits for one.
     settings = reply_settings(args, VOICE_HISTORY_MESSAGES, model, idle_summaries=True)
     matcher = None
@@ -37,8 +43,7 @@ def conversation_factory(args: argparse.Namespace, model):
         from assistant.local.matcher import IntentMatcher
 
         matcher = IntentMatcher()
-    tools = builtin_tools()
-    tools.register(timers_unavailable(NO_TIMERS))
+    tools = tools if tools is not None else serve_tools()
 
     def create() -> Conversation:
         from assistant.local.answers import LocalIntents
@@ -49,15 +54,20 @@ def conversation_factory(args: argparse.Namespace, model):
     return create
 
 
+def serve_tools():
+    """Parley's own tools, with a timer tool that explains it cannot ring here; MCP
+    servers' tools join them (`start_mcp`)."""
+    tools = builtin_tools()
+    tools.register(timers_unavailable(NO_TIMERS))
+    return tools
+
+
 def stt_label(args: argparse.Namespace) -> str:
     return "whisper-tiny.en" if args.stt_model is None else Path(args.stt_model).name
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from assistant.serve.conversations import Conversations
-    from assistant.serve.engines import Engines
-    from assistant.serve.server import WyomingServer, parse_uri
-    from assistant.serve.service import Service, describe
+    from assistant.serve.server import parse_uri
 
     console = Console(highlight=False, markup=False)
     address = parse_uri(args.uri)
@@ -69,9 +79,28 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"parley: warning: serving on {address.uri()}, which other machines can reach. "
               "Wyoming has no authentication: anyone who reaches this port can use Parley's "
               "speech and conversation. Use 127.0.0.1 unless you need it.", file=sys.stderr)
+    # MCP servers start while the models load. No one can be asked to confirm a change
+    # here: only the tools their config trusts run.
+    tools = serve_tools()
+    mcp = start_mcp(args, tools, lambda line: print(f"parley: {line}", file=sys.stderr,
+                                                     flush=True),
+                    confirm=no_one_to_ask(SERVE_CANNOT_ASK))
     console.print("· Loading the language and speech models…", style="dim")
-    model = load_model(args)
-    create = conversation_factory(args, model)
+    try:
+        model = load_model(args)
+        create = conversation_factory(args, model, tools)
+        return _serve(args, console, address, model, create)
+    finally:
+        if mcp is not None:
+            mcp.close()
+
+
+def _serve(args: argparse.Namespace, console: Console, address, model, create) -> int:
+    from assistant.serve.conversations import Conversations
+    from assistant.serve.engines import Engines
+    from assistant.serve.server import WyomingServer
+    from assistant.serve.service import Service, describe
+
     stt, tts = load_stt(args), load_tts(args)
     voice_name = Path(tts.path).name.removesuffix(".onnx")
     engines = Engines(stt, tts)

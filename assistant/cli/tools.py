@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 
@@ -34,6 +35,18 @@ def start_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable[[
     tools = McpTools(servers, registry, warn, confirm, server_stderr=args.debug)
     tools.start()
     return tools
+
+
+@contextmanager
+def running_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable[[str], None],
+                confirm: Confirm | None = None) -> Iterator[McpTools | None]:
+    """`start_mcp`, with the servers stopped at the end, however it comes."""
+    tools = start_mcp(args, registry, warn, confirm)
+    try:
+        yield tools
+    finally:
+        if tools is not None:
+            tools.close()
 
 
 def could_be_mcp_tool(name: str, args: argparse.Namespace) -> bool:

@@ -12,13 +12,16 @@ speaker.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from assistant.confirmation import SAID_NO, YES, Answer, Confirmation
 from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.loop import VoiceLoop
@@ -47,16 +50,42 @@ class ReplayTurn:
     pcm: np.ndarray | None = None
     during_reply_ms: int | None = None
     wait_s: float | None = None
+    confirm: tuple[bool, ...] = ()
+    """The user's answers, in order, to the questions this turn's reply asks before a tool
+    changes something ("confirm": "yes", or a list)."""
 
     def describe(self) -> dict:
         if self.text is not None:
-            return {"text": self.text}
-        if self.wait_s is not None:
+            data: dict = {"text": self.text}
+        elif self.wait_s is not None:
             return {"wait_s": self.wait_s}
-        data: dict = {"audio": str(self.audio_path)}
+        else:
+            data = {"audio": str(self.audio_path)}
         if self.during_reply_ms is not None:
             data["during_reply_ms"] = self.during_reply_ms
+        if self.confirm:
+            data["confirm"] = ["yes" if answer else "no" for answer in self.confirm]
         return data
+
+
+class SessionAnswers:
+    """Replay's yes or no before a tool changes something: what the session file says on
+    the turn whose reply asks. A question it gives no answer for is a no."""
+
+    def __init__(self) -> None:
+        self._answers: deque[bool] = deque()
+        self._lock = threading.Lock()
+
+    def turn_started(self, turn: ReplayTurn) -> None:
+        with self._lock:
+            self._answers = deque(turn.confirm)
+
+    def __call__(self, confirmation: Confirmation) -> Answer:
+        with self._lock:
+            if not self._answers:
+                return Answer(False, 'it needs the user\'s yes, and the session file gives '
+                                     'none (add "confirm": "yes" to the turn)')
+            return YES if self._answers.popleft() else SAID_NO
 
 
 def load_session(path: Path) -> list[ReplayTurn]:
@@ -86,7 +115,7 @@ def load_session(path: Path) -> list[ReplayTurn]:
         if len(kinds) != 1:
             raise SessionError(f'{where}: a turn is {{"text": "…"}}, {{"audio": "clip.wav"}} '
                                'or {"wait_s": seconds}.')
-        unknown = set(turn) - {"text", "audio", "during_reply_ms", "wait_s"}
+        unknown = set(turn) - {"text", "audio", "during_reply_ms", "wait_s", "confirm"}
         if unknown:
             raise SessionError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}.")
         during = turn.get("during_reply_ms")
@@ -95,7 +124,10 @@ def load_session(path: Path) -> list[ReplayTurn]:
                                    or not 0 <= during <= MAX_WAIT_S * 1000):
             raise SessionError(f"{where}: during_reply_ms must be a whole number of ms from 0 "
                                f"to {MAX_WAIT_S * 1000:,}.")
+        confirm = _answers(turn.get("confirm", []), where)
         if "wait_s" in turn:
+            if confirm:
+                raise SessionError(f"{where}: confirm goes on the turn whose reply asks.")
             wait = turn["wait_s"]
             if isinstance(wait, bool) or not isinstance(wait, int | float) or \
                     not 0 <= wait <= MAX_WAIT_S or during is not None:
@@ -108,7 +140,7 @@ def load_session(path: Path) -> list[ReplayTurn]:
                 raise SessionError(f"{where}: text must be a non-empty string.")
             if during is not None:
                 raise SessionError(f"{where}: during_reply_ms applies to audio turns only.")
-            out.append(ReplayTurn(number, text=turn["text"]))
+            out.append(ReplayTurn(number, text=turn["text"], confirm=confirm))
             continue
         try:
             clip = (path.parent / str(turn["audio"])).resolve()
@@ -118,8 +150,18 @@ def load_session(path: Path) -> list[ReplayTurn]:
             pcm = read_audio(clip, SAMPLE_RATE)
         except AudioFileError as exc:
             raise SessionError(f"{where}: {exc}") from exc
-        out.append(ReplayTurn(number, audio_path=clip, pcm=pcm, during_reply_ms=during))
+        out.append(ReplayTurn(number, audio_path=clip, pcm=pcm, during_reply_ms=during,
+                              confirm=confirm))
     return out
+
+
+def _answers(value: object, where: str) -> tuple[bool, ...]:
+    """A turn's "confirm": "yes" or "no", or a list of them, one a question in order."""
+    answers = value if isinstance(value, list) else [value]
+    if not all(isinstance(a, str) and a.strip().lower() in ("yes", "no") for a in answers):
+        raise SessionError(f'{where}: confirm is "yes" or "no", or a list of them (one for '
+                           "each question the reply asks, in order).")
+    return tuple(a.strip().lower() == "yes" for a in answers)
 
 
 class SkippableClock:
@@ -192,7 +234,8 @@ class _Input:
 
 def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
            timeout_s: float = 600.0, skip: Callable[[float], None] | None = None,
-           microphone: MicrophoneInput | None = None) -> list[list[TurnRecord]]:
+           microphone: MicrophoneInput | None = None,
+           answers: SessionAnswers | None = None) -> list[list[TurnRecord]]:
     """Play the session into `loop`; returns, per session turn, the turns it produced.
 
     A turn's records are those that began while it was the current one: a timer that
@@ -219,6 +262,8 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
         else:
             source.until_idle(timeout_s)
         starts.append(len(loop.records))
+        if answers is not None:
+            answers.turn_started(turn)
         if turn.text is not None:
             loop.submit_text(turn.text)
         else:
