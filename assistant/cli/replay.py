@@ -54,7 +54,7 @@ def run_replay(args: argparse.Namespace) -> int:
         conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
         if mcp is not None:
             # Every turn is offered the same tools on every run: replay waits for them.
-            mcp.hub.wait_started(max(s.config.timeout_s for s in mcp.servers) + 5)
+            mcp.wait_started()
         barge_in_turns = any(t.during_reply_ms is not None for t in turns)
         # A barge-in needs a reply that is still playing, and an echo a room that plays in
         # real time, so those sessions play in real time.
