@@ -10,6 +10,8 @@ import pytest
 from assistant.cli.main import main
 from tests.fakes import ScriptedChatModel
 from tests.support.command_line import chat_through_main, without_user_settings
+from tests.support.mcp_servers import notes_server_command, notes_server_env
+from tests.support.nodisk import run_parley, written_outside
 
 TOKYO = timedelta(hours=9)
 
@@ -89,3 +91,23 @@ def test_the_model_asks_the_time_server_and_the_answer_is_in_the_reply(
     assert "time__get_current_time" in model.offered[0]
     assert out == ("· Asking time: get_current_time…\n"
                    f"In Tokyo it is {readings[0]:%H:%M}.\n")
+
+
+@pytest.mark.real
+def test_mcp_servers_and_their_calls_write_nothing_of_a_conversation_to_disk(tmp_path):
+    command, args = notes_server_command()
+    servers = tmp_path / "mcp.json"
+    servers.write_text(json.dumps({"mcpServers": {
+        "time": {"command": sys.executable, "args": ["-m", "mcp_server_time"]},
+        "notes": {"command": command, "args": args, "env": notes_server_env()}}}))
+    # The real `parley` with the embedded model, its servers its own children, under strace.
+    chat = run_parley(tmp_path, b"What time is it in Tokyo?\n/tools\nDelete notes.txt\n",
+                      "chat", "--ctx", "2048", "--mcp", str(servers), trace=True)
+    assert chat.returncode == 0, chat.stderr.decode()
+    assert "time__get_current_time" in chat.stdout.decode()  # /tools: the servers ran
+    assert written_outside(tmp_path) == []
+    called = run_parley(tmp_path, b"", "tools", "--mcp", str(servers), "call",
+                        "notes__delete_note", '{"name": "notes.txt"}', trace=True)
+    assert called.returncode == 0, called.stderr.decode()
+    assert called.stdout.decode().endswith("Deleted notes.txt.\n")
+    assert written_outside(tmp_path) == []
