@@ -4,6 +4,7 @@ configure it: its tools listed, called directly, and called by the model in a ch
 import json
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,17 @@ def test_mcp_servers_and_their_calls_write_nothing_of_a_conversation_to_disk(tmp
     assert called.returncode == 0, called.stderr.decode()
     assert called.stdout.decode().endswith("Deleted notes.txt.\n")
     assert written_outside(tmp_path) == []
+
+
+def test_the_readmes_configuration_works_as_written(monkeypatch, capsys, tmp_path):
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Tools from your MCP servers", 1)[1]
+    toml = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    config = tmp_path / "config.toml"
+    config.write_text(toml, encoding="utf-8")
+    without_user_settings(monkeypatch)
+    # As `.venv/bin/parley` is run: Parley's bin folder need not be on PATH.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert main(["tools", "--config", str(config), "call", "get_current_time",
+                 '{"timezone": "Asia/Tokyo"}']) == 0
+    tokyo_reading(capsys.readouterr().out.split("\n", 1)[1])

@@ -15,10 +15,13 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import shutil
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from assistant.mcp_client.config import ServerConfig
@@ -267,16 +270,24 @@ def _transport(config: ServerConfig, server_stderr: bool) -> Any:
 
         http = create_mcp_http_client(headers=dict(config.headers) or None)
         return streamable_http_client(config.url, http_client=http)
-    import sys
-
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=config.command or "", args=list(config.args),
-                                   env=dict(config.env) or None, cwd=config.cwd)
+    params = StdioServerParameters(command=program(config.command or ""),
+                                   args=list(config.args), env=dict(config.env) or None,
+                                   cwd=config.cwd)
     # A server's log lines would land in the middle of the conversation: discarded
     # unless --debug (never written to a file).
     errlog = sys.stderr if server_stderr else open(os.devnull, "w")  # noqa: SIM115
     return _StdioTransport(params, errlog)
+
+
+def program(command: str) -> str:
+    """`command` as given, or the program of that name installed beside Parley (pip put
+    `mcp-server-time` in Parley's own environment, whose bin folder need not be on PATH)."""
+    if os.sep in command or shutil.which(command):
+        return command
+    beside = Path(sys.executable).parent / command
+    return str(beside) if os.access(beside, os.X_OK) else command
 
 
 class _StdioTransport:
