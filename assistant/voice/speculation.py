@@ -171,6 +171,10 @@ class Speculation:
             self.drop()
         return self.committed
 
+    def wait_decided(self, timeout: float) -> bool:
+        """Whether it was decided within `timeout` (left undecided otherwise, unlike `wait`)."""
+        return self._decided.wait(timeout)
+
     def guard(self, run: ToolRun) -> ToolRun:
         """A tool that changes something (a timer) runs only once the turn is confirmed."""
 
