@@ -3,12 +3,15 @@ reply, the user's next turn (spoken or typed) the answer, the tool run on a clea
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
+from assistant.cli.main import main
 from assistant.confirmation import Confirmation
 from assistant.conversation import Conversation, ReplySettings
 from assistant.events import (
@@ -30,6 +33,7 @@ from models.base import ToolSpec
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.voice_command import stand_in_speech
 
 YES, NO, UNSURE, ASK, MORE = 3000, 6000, 9000, 12000, 15000
 """The clips' peaks, which say what each says (`ScriptedSpeechToText`)."""
@@ -272,3 +276,71 @@ def test_half_duplex_the_answer_is_heard_once_the_question_has_played(echo_tail_
     assert len(room.stt.heard) == 1  # the yes alone reached speech-to-text
     played = sum(len(pcm) for pcm, _ in room.speaker.chunks) / RATE
     assert played == pytest.approx(question_s + len("Deleted.") * 0.05, abs=0.01)
+
+
+NOTES_SERVER = '''
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+folder = Path(sys.argv[1])
+server = MCPServer("notes")
+
+
+@server.tool()
+def delete_note(name: str) -> str:
+    """Delete a note."""
+    (folder / name).unlink()
+    return f"Deleted {name}."
+
+
+server.run()
+'''
+
+
+class TypedAfter:
+    """Lines typed into `parley voice`, each once its condition holds; then Ctrl-D."""
+
+    def __init__(self, steps: list[tuple[Callable[[], object], str]]) -> None:
+        self.steps = list(steps)
+
+    def readline(self) -> str:
+        if not self.steps:
+            return ""
+        ready, line = self.steps.pop(0)
+        wait_until(ready, f"ready to type {line!r}")
+        return line + "\n"
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_parley_voice_asks_aloud_before_an_mcp_tool_changes_something(
+        voice, monkeypatch, tmp_path, capsys):
+    stand_in_speech(monkeypatch)
+    (tmp_path / "notes.txt").write_text("milk")
+    (tmp_path / "server.py").write_text(NOTES_SERVER)
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"notes": {
+        "command": sys.executable, "args": [str(tmp_path / "server.py"), str(tmp_path)]}}}))
+    voice.model.enqueue(DELETE, "Deleted.")
+
+    def loop() -> VoiceLoop | None:
+        return voice.loops[0] if voice.loops else None
+
+    monkeypatch.setattr(sys, "stdin", TypedAfter([
+        (lambda: loop() and "notes__delete_note" in loop().conversation.tools.names(),
+         "Delete my notes file."),
+        (lambda: loop().replies.awaiting_answer, "yes"),
+        (lambda: loop().wait_idle(0.01), "/tools"),
+    ]))
+    assert main(["voice", "--mcp", str(servers)]) == 0
+    assert not (tmp_path / "notes.txt").exists()
+    shown = capsys.readouterr().out
+    assert f"? {QUESTION} (say or type yes or no)" in shown
+    assert "· Yes: running it." in shown
+    assert "notes__delete_note" in shown and "asks first" in shown  # /tools
+    # The server's result reached the model, whose reply was spoken.
+    assert "Deleted notes.txt." in [m.content for m in voice.model.prompts[-1]]
+    assert voice.loop.tts.spoken[-1] == "Deleted."
