@@ -142,7 +142,6 @@ class Speculation:
                 self.record.timings["first_audio_ms"] = max(
                     released_ms, self.record.timings["first_audio_ms"] or 0.0)
             self.committed = True
-            self._decided.set()
             for event in first:
                 show(started, event)
             for at, event in self._held:
@@ -152,6 +151,9 @@ class Speculation:
             for action in self._on_commit:
                 action()
             self._on_commit.clear()
+            # Decided last: a reply that waited for it (a guarded tool) goes on as the
+            # turn's current reply, its scratch conversation confirmed (the actions above).
+            self._decided.set()
         return True
 
     def drop(self) -> None:
