@@ -3,16 +3,19 @@ reply, the user's next turn (spoken or typed) the answer, the tool run on a clea
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
+import pexpect
 import pytest
 
 from assistant.cli.main import main
-from assistant.confirmation import Confirmation
+from assistant.confirmation import Confirmation, heard_answer
 from assistant.conversation import Conversation, ReplySettings
 from assistant.events import (
     ConfirmationAnswered,
@@ -33,6 +36,15 @@ from models.base import ToolSpec
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.live_voice import (
+    quit_cleanly,
+    spawn_voice,
+    wait_until_quiet,
+    wait_until_speaking,
+)
+from tests.support.remote_model import USAGE, ScriptedServer, chunk, stream, text
+from tests.support.sound_server import running_sound_server
+from tests.support.spoken import spoken_clip
 from tests.support.voice_command import stand_in_speech
 
 YES, NO, UNSURE, ASK, MORE = 3000, 6000, 9000, 12000, 15000
@@ -344,3 +356,58 @@ def test_parley_voice_asks_aloud_before_an_mcp_tool_changes_something(
     # The server's result reached the model, whose reply was spoken.
     assert "Deleted notes.txt." in [m.content for m in voice.model.prompts[-1]]
     assert voice.loop.tts.spoken[-1] == "Deleted."
+
+
+class DeletesThenSays(ScriptedServer):
+    """A language model on loopback that calls the notes tool, then, once it has read the
+    tool's result, says so."""
+
+    def answer_for(self, path, headers, body):
+        if path != "/v1/chat/completions":
+            return super().answer_for(path, headers, body)
+        if body["messages"][-1]["role"] == "tool":
+            return stream(text("Done, I deleted it."))
+        return stream([
+            chunk({"role": "assistant", "content": "", "tool_calls": [{
+                "id": "call_1", "index": 0, "type": "function", "function": {
+                    "name": "notes__delete_note", "arguments": '{"name": "notes.txt"}'}}]}),
+            chunk({"role": "assistant", "content": ""}, finish="tool_calls"), USAGE])
+
+
+@pytest.mark.real
+def test_a_spoken_yes_through_a_real_sound_server_answers_the_question(tmp_path):
+    """Parley asks through the speaker; a Piper-spoken "yes" into the microphone, heard by
+    the real speech-to-text once the question has played, runs the MCP server's tool."""
+    from models.piper_tts import PiperTextToSpeech
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("milk")
+    (tmp_path / "server.py").write_text(NOTES_SERVER)
+    servers = tmp_path / "servers.json"
+    servers.write_text(json.dumps({"mcpServers": {"notes": {
+        "command": sys.executable, "args": [str(tmp_path / "server.py"), str(tmp_path)]}}}))
+    yes = spoken_clip(PiperTextToSpeech(), "Yes.")
+    with running_sound_server() as server, DeletesThenSays() as model:
+        child = spawn_voice(server, "--llm-url", model.url, "--no-local-intents",
+                            "--mcp", str(servers))
+        try:
+            child.logfile_read = log = io.StringIO()
+            for _ in range(30):  # the server's tools join once it has started
+                child.sendline("/tools")
+                if child.expect(["notes__delete_note", pexpect.TIMEOUT], timeout=2) == 0:
+                    break
+            recording = server.record_monitor()
+            child.sendline("Delete my notes file.")
+            child.expect(re.escape(f"? {QUESTION}"))
+            wait_until_speaking(recording)  # the question, aloud
+            wait_until_quiet(recording)  # …to its end: the microphone is heard from now
+            assert notes.exists()
+            server.feed(yes)
+            child.expect(r"you: ([^\r\n]+)", timeout=60)
+            assert heard_answer(child.match.group(1)), child.match.group(1)
+            child.expect("Yes: running it")
+            child.expect("Done, I deleted it")
+            quit_cleanly(child)
+        finally:
+            child.close(force=True)
+    assert not notes.exists(), log.getvalue()[-2000:]
