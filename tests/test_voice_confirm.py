@@ -230,6 +230,19 @@ def test_stopping_the_reply_while_it_waits_is_a_no():
     assert len(room.model.prompts) == 1  # the stopped reply went no further
 
 
+def test_an_answer_from_elsewhere_follows_the_question_said_aloud():
+    """Replay answers from its session file, not the microphone: the question is still
+    said and shown, and the answer it gives decides."""
+    room = NotesRoom(DELETE, "Deleted.")
+    room.loop.spoken_confirmation.answered_by = lambda confirmation: "Sure."
+    room.loop.submit_text("Delete my notes file.")
+    room.finish()
+    assert room.deleted == ["notes.txt"]
+    assert room.tts.spoken == [QUESTION, "Deleted."]
+    assert (room.answered.outcome, room.answered.answer) == ("yes", "Sure.")
+    assert [r.heard for r in room.loop.records] == ["Delete my notes file."]
+
+
 def test_a_timer_going_off_during_the_question_rings_after_the_reply():
     room = NotesRoom(DELETE, "Deleted.")
     room.loop.submit_text("Delete my notes file.")

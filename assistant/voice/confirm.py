@@ -10,7 +10,7 @@ the question is the answer.
 
 Only a clear yes (`heard_answer`) runs the tool. A no, words that are neither (they are
 shown as heard and the model reads them in the refusal, so nothing said is lost), nothing
-said within `CONFIRM_WAIT_S` of audio, the user stopping the reply (Ctrl-C, /clear, speech
+said within `CONFIRM_WAIT_S`, the user stopping the reply (Ctrl-C, /clear, speech
 with barge-in) or Parley closing: the tool is not run, and the model is told why.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import queue
+from collections.abc import Callable
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
@@ -60,6 +61,9 @@ class SpokenConfirmation:
         self.worker = worker
         self.segmenter = segmenter
         self.wait_s = wait_s
+        self.answered_by: Callable[[Confirmation], str | None] | None = None
+        """Where the answer comes from instead of the microphone and the keyboard, once
+        the question has been said (a replay's session file); None from it is no answer."""
 
     def __call__(self, confirmation: Confirmation) -> Answer:
         now = self.worker.now
@@ -72,7 +76,11 @@ class SpokenConfirmation:
         asked_at = turn_log.clock()  # a line typed from now answers the question on screen
         now.speech.say(confirmation.question)
         now.speech.wait_played()
-        heard = self._listen(now, asked_at)
+        if self.answered_by is not None and not self._stopped(now):
+            text = self.answered_by(confirmation)
+            heard = AnswerHeard(text, "" if text else "no-answer")
+        else:
+            heard = self._listen(now, asked_at)
         outcome = heard.outcome or _outcome(heard.text or "")
         allowed = outcome == "yes"
         turn_log.emit(now.record, ConfirmationAnswered(confirmation.tool, allowed,
@@ -100,9 +108,12 @@ class SpokenConfirmation:
                 try:
                     item = worker.turns.get(timeout=POLL_S)
                 except queue.Empty:
-                    if clock() >= deadline and not self.segmenter.in_speech:
+                    if clock() < deadline or self.segmenter.in_speech:
+                        continue
+                    try:  # a turn that came as the wait ended still counts
+                        item = worker.turns.get_nowait()
+                    except queue.Empty:
                         return AnswerHeard(None, "no-answer")
-                    continue
                 if isinstance(item, Stop) or not self._answers(item, asked_at, listening_from):
                     kept.append(item)
                     continue
