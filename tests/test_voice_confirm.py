@@ -32,6 +32,7 @@ from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
+from audio.wakeword import WakeWordDetector
 from models.base import ToolSpec
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import RATE, clip, silence, speechlike
@@ -62,7 +63,7 @@ class NotesRoom:
 
     def __init__(self, *replies: str, realtime: bool = False, echo_tail_ms: int = 0,
                  speculative_reply: bool = True, ms_per_char: float = 10.0,
-                 barge_in: bool = False) -> None:
+                 barge_in: bool = False, wake_word: WakeWordDetector | None = None) -> None:
         self.clock = MicrophoneClock()
         self.model = ScriptedChatModel()
         self.model.enqueue(*replies)
@@ -84,7 +85,7 @@ class NotesRoom:
             self.conversation, self.stt, self.tts, self.speaker, Segmenter(),
             VoiceSettings(echo_tail_ms=echo_tail_ms, speculative_reply=speculative_reply,
                           prefill=False, barge_in=barge_in),
-            render=self.shown.append, clock=self.clock)
+            render=self.shown.append, clock=self.clock, wake_word=wake_word)
 
     def _delete(self, arguments: dict) -> str:
         confirmation = Confirmation("notes__delete_note", "notes", "delete_note",
@@ -171,6 +172,16 @@ def test_with_barge_in_the_answer_does_not_stop_the_reply_that_asked():
     assert room.of(Interrupted) == []
     assert room.loop.records[0].reply == "Deleted."
     assert not room.loop.records[0].interrupted
+
+
+def test_with_a_wake_word_the_answer_needs_none():
+    room = NotesRoom(DELETE, "Deleted.", wake_word=WakeWordDetector("okay_nabu"))
+    room.loop.submit_text("Delete my notes file.")  # typed: no wake word, no window open
+    room.wait_for_the_question()
+    room.say(np.concatenate([clip(0.6, YES), silence(1.5)]))
+    room.finish()
+    assert room.deleted == ["notes.txt"]
+    assert room.answered.answer == SCRIPT[YES]
 
 
 def test_a_spoken_no_leaves_the_tool_unrun_and_the_reply_goes_on():
