@@ -205,7 +205,7 @@ class ReplyWorker:
             log.debug("the conversation changed during a speculative reply; it was not kept")
 
     def show_heard(self, record: TurnRecord, transcript: Transcript, heard_at: float,
-               cut: bool) -> None:
+                   cut: bool) -> None:
         """The transcript is ready: time it and show what was heard."""
         self.log.time(record, "stt_ms", heard_at)
         self.log.emit(record, Heard(transcript.text, round(transcript.confidence, 3),
