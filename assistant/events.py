@@ -267,11 +267,39 @@ class TimerFinished(_Event):
     """The announcement, e.g. “Your 10 minute pizza timer is done.”"""
 
 
+@dataclass(frozen=True)
+class ConfirmationAsked(_Event):
+    """Voice: before a tool that changes something runs, the user was asked for a yes
+    (said aloud and shown); the reply waits for the answer."""
+
+    event_type: ClassVar[str] = "confirm-asked"
+    tool: str
+    """The name the model called (`notes__delete_note`)."""
+    question: str
+    """What was asked: "Shall I run delete note on notes, with name notes.txt?"."""
+
+
+@dataclass(frozen=True)
+class ConfirmationAnswered(_Event):
+    """Voice: how the question was answered; the tool runs only on a clear yes."""
+
+    event_type: ClassVar[str] = "confirm-answered"
+    tool: str
+    allowed: bool
+    answer: str
+    """What the user said or typed ("" when nothing was)."""
+    outcome: str
+    """`yes`, `no`, `unclear` (neither a yes nor a no), `no-answer` (nothing within the
+    wait) or `stopped` (the user stopped the reply, or Parley is closing)."""
+
+
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | SummaryCancelled | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyCut
-         | ReplyDone | Error | Heard | TurnJudged | Spoken | Interrupted | Wake | TimerFinished)
+         | ReplyDone | Error | Heard | TurnJudged | Spoken | Interrupted | Wake | TimerFinished
+         | ConfirmationAsked | ConfirmationAnswered)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
     ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyCut, ReplyDone, Error,
-    Heard, TurnJudged, Spoken, Interrupted, Wake, TimerFinished)
+    Heard, TurnJudged, Spoken, Interrupted, Wake, TimerFinished, ConfirmationAsked,
+    ConfirmationAnswered)
 """Every event, in the order docs/events.md documents them."""

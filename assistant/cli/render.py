@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from assistant.events import (
+    ConfirmationAnswered,
+    ConfirmationAsked,
     Error,
     Event,
     Heard,
@@ -26,6 +28,12 @@ from assistant.events import (
 
 _STEPS = (Status, SummaryStarted, SummaryFailed, RecallHint, ResearchBudgetReached)
 """Events shown as a dim step line, by their `text`."""
+
+
+_ANSWERED = {"yes": "Yes: running it.", "no": "Not done.",
+             "unclear": "Not done: that was not a yes.",
+             "no-answer": "Not done: no answer came.", "stopped": "Not done."}
+"""What the voice screen says after a question was answered, by its outcome."""
 
 
 class ChatRenderer:
@@ -74,6 +82,10 @@ class VoiceScreen(ChatRenderer):
             out.print(f"\n· Stopped after {event.spoken_seconds:.1f} s of speech.", style="dim")
         elif isinstance(event, Wake):
             out.print("· Listening…", style="dim")
+        elif isinstance(event, ConfirmationAsked):
+            out.print(f"? {event.question} (say or type yes or no)", style="bold")
+        elif isinstance(event, ConfirmationAnswered):
+            out.print(f"· {_ANSWERED.get(event.outcome, 'Not done.')}", style="dim")
         elif isinstance(event, ReplyDone):
             out.print("")
         elif not isinstance(event, Spoken):

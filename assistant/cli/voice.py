@@ -7,12 +7,14 @@ import logging
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from assistant.cli.chat import ChatSession
 from assistant.cli.engines import (
     build_segmenter,
+    conversation_tools,
     device,
     load_voice_engines,
     microphone_input,
@@ -22,8 +24,13 @@ from assistant.cli.engines import (
 from assistant.cli.render import VoiceScreen
 from assistant.cli.saved import announce, close_saved
 from assistant.cli.terminal import read_line
+from assistant.cli.tools import start_mcp
 from assistant.timers import Timers
+from assistant.tools import ToolRegistry
 from audio.errors import AudioError
+
+if TYPE_CHECKING:
+    from assistant.mcp_client.tools import McpTools
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +49,28 @@ def quiet_native_stderr() -> None:
 
 
 def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
+    console = Console(highlight=False, markup=False)
+    quiet_native_stderr()
+    rings: list = []  # the loop, once it exists: a timer going off is announced by it
+    timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
+    tools = conversation_tools(timers)
+    # MCP servers start while the models load; a failure is a line on the terminal.
+    mcp = start_mcp(args, tools, lambda line: console.print(f"! {line}", style="bold red"))
+    try:
+        return _run_voice(args, push_to_talk, console, timers, rings, tools, mcp)
+    finally:
+        if mcp is not None:
+            mcp.close()
+
+
+def _run_voice(args: argparse.Namespace, push_to_talk: bool, console: Console,
+               timers: Timers, rings: list, tools: ToolRegistry, mcp: McpTools | None) -> int:
     from assistant.voice.loop import VoiceLoop
     from audio.capture import DeviceLost, Microphone
     from audio.devices import find_device
     from audio.echo import FarEnd
     from audio.playback import Speaker
 
-    console = Console(highlight=False, markup=False)
-    quiet_native_stderr()
     # A bad setting, model or device raises one of USER_ERRORS: main() shows it in a line.
     input_device = find_device(device(args.input_device), "input")
     output_device = find_device(device(args.output_device), "output")
@@ -61,18 +82,19 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     segmenter = build_segmenter(args, cleaned is not None,
                                 lambda line: console.print(f"! {line}", style="bold red"))
     console.print("· Loading the language and speech models…", style="dim")
-    rings: list = []  # the loop, once it exists: a timer going off is announced by it
-    timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
-    conversation, stt, tts = load_voice_engines(args, timers)
+    conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
     announce(conversation, console)
     speaker = Speaker(output_device, far_end=far_end if cleaned is not None else None)
     microphone = Microphone(input_device)
     microphone.start()
-    commands = ChatSession(conversation, interactive=True, console=console, timers=timers)
+    commands = ChatSession(conversation, interactive=True, console=console, timers=timers,
+                           mcp=mcp)
     screen = VoiceScreen(console)
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render,
                      keep_records=False, wake_word=wake_word)
     rings.append(loop)
+    if mcp is not None:  # a tool that changes something asks aloud, inside the reply
+        mcp.confirm = loop.spoken_confirmation
     stop = threading.Event()
 
     def listen() -> None:

@@ -111,6 +111,15 @@ class Listener:
         if self.wake_word is not None and record.source in ("audio", "text"):
             self._stay_awake(self.settings.follow_up_s)
 
+    def answer_expected(self, seconds: float) -> None:
+        """Parley asked a question (it has just played) and listens for the answer while
+        its reply waits: the echo tail is ignored, then the microphone is heard; with a
+        wake word, for `seconds` of audio the answer needs none."""
+        self.quiet_until = max(self.quiet_until,
+                               self.clock() + self.settings.echo_tail_ms / 1000)
+        if self.wake_word is not None:
+            self._stay_awake(seconds)
+
     def through_wake_word(self, pcm: np.ndarray) -> tuple[np.ndarray | None, float | None]:
         """What of `pcm` to listen to: all of it while awake, what follows the wake word
         when it is heard in it (with when it was, in seconds of audio), None while asleep."""

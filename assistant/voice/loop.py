@@ -14,6 +14,8 @@ listening goes on while Parley thinks and speaks.
 - `TurnQueue` (turn_queue.py): the typed turns waiting for the reply worker;
 - `ReplyWorker` (reply_worker.py): answers them one at a time, aloud; timers ring
   through it (`Ringer`, alarm.py); the work between turns after each (`BetweenTurns`);
+- `SpokenConfirmation` (confirm.py): a tool that asks first asks aloud, inside the
+  reply, and the user's next turn is the answer;
 - `TurnLog` (turn_log.py): every turn's events and timings, in `records`.
 """
 
@@ -29,6 +31,7 @@ from assistant.between_turns import BetweenTurns
 from assistant.conversation import Conversation
 from assistant.events import Event, Status, Wake
 from assistant.timers import Timer
+from assistant.voice.confirm import SpokenConfirmation
 from assistant.voice.end_of_turn import EndOfTurn
 from assistant.voice.listening import Listener
 from assistant.voice.reply_worker import ReplyWorker
@@ -89,6 +92,9 @@ class VoiceLoop:
                                      self.replies.lock, self.listener.without_wake_word)
         self._audio_lock = threading.Lock()
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
+        self.spoken_confirmation = SpokenConfirmation(self.replies, segmenter)
+        """Asks aloud and listens for the yes: what live voice gives its MCP tools as their
+        `confirm` (replay gives them its own, which answers from the session file)."""
         self._worker = Worker(self.replies.run, "reply")
 
     @property
@@ -256,9 +262,10 @@ class VoiceLoop:
 
     @property
     def _speech(self) -> SpokenReply | None:
-        """The reply being spoken, if any (what the microphone may be hearing)."""
+        """The reply being spoken, if any (what the microphone may be hearing); none while
+        it waits for the answer to its question, which the microphone must hear."""
         now = self.replies.now
-        return now.speech if now is not None else None
+        return now.speech if now is not None and not self.replies.awaiting_answer else None
 
     def _utterance(self, utterance: Utterance, heard_at: float | None = None) -> None:
         if self.settings.push_to_talk and not utterance.cut:
@@ -268,7 +275,8 @@ class VoiceLoop:
     def _maybe_barge_in(self, event: SpeechStarted, detected_at_sample: int) -> None:
         """The user's voice stops the reply being heard (with barge-in)."""
         now = self.replies.now
-        if not self.listener.barges_in(now.speech if now is not None else None):
+        # Not while the reply waits for the answer to its question: that is the answer.
+        if not self.listener.barges_in(self._speech):
             return
         started = self.clock()
         self.interrupt()
@@ -279,8 +287,8 @@ class VoiceLoop:
     def _woke(self, at_s: float) -> None:
         """The wake word was heard: stop what Parley is saying, chime, listen afresh."""
         assert self.wake_word is not None
-        if self.replying:
-            self.interrupt()  # a reply being spoken, or a timer ringing
+        if self.replying and not self.replies.awaiting_answer:
+            self.interrupt()  # a reply being spoken, or a timer ringing (not a question)
         self.listener.woke()
         with self._audio_lock:
             self.segmenter.reset()  # what came before the word is not the request

@@ -96,6 +96,9 @@ class ReplyWorker:
         """Turns that began before this clock time are not answered (the user stopped
         Parley after they were said)."""
         self.closing = False
+        self.awaiting_answer = False
+        """The reply is paused on a question to the user (`SpokenConfirmation`): it is not
+        being spoken meanwhile, and the microphone hears the answer."""
         self.input_ended = False
         """Nothing more will be said (replay's last turn): no next prompt to prepare."""
 
@@ -158,7 +161,7 @@ class ReplyWorker:
             self.log.emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); say it "
                                                    "again or type it."))
             return
-        self._heard(record, transcript, heard_at, turn.cut)
+        self.show_heard(record, transcript, heard_at, turn.cut)
         log.debug("heard %.1f s of speech: transcript %.0f ms after the end of speech (%s)",
                   record.timings.get("speech_seconds") or 0.0, record.timings["stt_ms"],
                   transcript.rejected or "words")
@@ -194,15 +197,15 @@ class ReplyWorker:
         speculation.when_committed(lambda: conversation.confirm_fork(scratch))
         self.log.speculating = speculation
         try:
-            self._heard(record, transcript, heard_at, False)
+            self.show_heard(record, transcript, heard_at, False)
             self._answer(record, transcript.text, scratch, speculation)
         finally:
             self.log.speculating = None
         if speculation.committed and not conversation.adopt(scratch, forked_from):
             log.debug("the conversation changed during a speculative reply; it was not kept")
 
-    def _heard(self, record: TurnRecord, transcript: Transcript, heard_at: float,
-               cut: bool) -> None:
+    def show_heard(self, record: TurnRecord, transcript: Transcript, heard_at: float,
+                   cut: bool) -> None:
         """The transcript is ready: time it and show what was heard."""
         self.log.time(record, "stt_ms", heard_at)
         self.log.emit(record, Heard(transcript.text, round(transcript.confidence, 3),

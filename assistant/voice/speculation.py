@@ -142,7 +142,6 @@ class Speculation:
                 self.record.timings["first_audio_ms"] = max(
                     released_ms, self.record.timings["first_audio_ms"] or 0.0)
             self.committed = True
-            self._decided.set()
             for event in first:
                 show(started, event)
             for at, event in self._held:
@@ -152,6 +151,9 @@ class Speculation:
             for action in self._on_commit:
                 action()
             self._on_commit.clear()
+            # Decided last: a reply that waited for it (a guarded tool) goes on as the
+            # turn's current reply, its scratch conversation confirmed (the actions above).
+            self._decided.set()
         return True
 
     def drop(self) -> None:
@@ -170,6 +172,10 @@ class Speculation:
         if not self._decided.wait(timeout):
             self.drop()
         return self.committed
+
+    def wait_decided(self, timeout: float) -> bool:
+        """Whether it was decided within `timeout` (left undecided otherwise, unlike `wait`)."""
+        return self._decided.wait(timeout)
 
     def guard(self, run: ToolRun) -> ToolRun:
         """A tool that changes something (a timer) runs only once the turn is confirmed."""

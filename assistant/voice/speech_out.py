@@ -93,6 +93,18 @@ class SpokenReply:
         """No more sentences will come."""
         self._queue.put(_END)
 
+    def wait_played(self) -> None:
+        """Wait until everything said so far has played (a question, before its answer is
+        listened for), or the reply was stopped, or speaking failed (the reply then stands
+        as text). A hung speaker is waited for no longer than `join` would."""
+        said = threading.Event()
+        self._queue.put(said)  # set by the worker once the sentences before it are out
+        while not said.wait(FLOOR_POLL_S):
+            if self._worker.done or self.stopped or self.cancel.cancelled:
+                return
+        left = sum(s.seconds for s in self.sentences) - self.output.played_seconds
+        self.output.wait(timeout=max(0.0, left) + STALL_MARGIN_S)
+
     def stop(self) -> None:
         """The user spoke over it: drop the rest and silence the output now."""
         self.stopped = True
@@ -159,6 +171,9 @@ class SpokenReply:
             item = self._queue.get()
             if item is _END or self.stopped or self.cancel.cancelled:
                 return
+            if isinstance(item, threading.Event):  # `wait_played`: what came before is out
+                item.set()
+                continue
             if isinstance(item, np.ndarray):
                 self.output.play(item, self.tts.sample_rate)
                 self.on_audio(item)

@@ -77,6 +77,15 @@ class TurnQueue(queue.Queue):
         super().put(item, block, timeout)
         self._on_put()
 
+    def put_back(self, items: list[QueuedTurn | Stop]) -> None:
+        """Items taken but not finished (while a reply waited for the user's answer) go
+        back to the front, in their order; their tasks still count as unfinished."""
+        if not items:
+            return
+        with self.not_empty:
+            self.queue.extendleft(reversed(items))
+            self.not_empty.notify(len(items))
+
     def wait_done(self, timeout: float | None = None) -> bool:
         """Until every queued item was taken and finished; False after `timeout`."""
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -1,0 +1,196 @@
+"""Asking aloud before a tool changes something, and listening for the yes.
+
+A tool that asks first (`assistant.confirmation`) calls `SpokenConfirmation` from inside
+its `run`, on the reply worker's thread, in the middle of the reply being spoken. The
+question is said through that reply's speech and shown; once it has played (and, half
+duplex, its echo tail has passed) the microphone is heard again while the reply waits.
+Blocked inside the reply, the worker cannot take the user's next turn the usual way, so
+the answer is taken off the turn queue here: the next utterance (or a line typed) after
+the question is the answer.
+
+Only a clear yes (`heard_answer`) runs the tool. A no, words that are neither (they are
+shown as heard and the model reads them in the refusal, so nothing said is lost), nothing
+said within `CONFIRM_WAIT_S`, the user stopping the reply (Ctrl-C, /clear, speech
+with barge-in) or Parley closing: the tool is not run, and the model is told why.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+from collections.abc import Callable
+from concurrent.futures import CancelledError
+from dataclasses import dataclass
+
+from assistant.confirmation import YES, Answer, Confirmation, heard_answer
+from assistant.events import ConfirmationAnswered, ConfirmationAsked, Error, Stage
+from assistant.voice.reply_worker import NowSpeaking, ReplyWorker
+from assistant.voice.speculation import Speculation
+from assistant.voice.turn_queue import (
+    HeardTurn,
+    QueuedTurn,
+    SpeculativeTurn,
+    Stop,
+    TypedTurn,
+)
+from audio.segmenter import Segmenter
+from models.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+CONFIRM_WAIT_S = 12.0
+"""How long the answer may take to begin, on the loop's clock: live, the wall clock; on a
+test's microphone clock, seconds of audio heard. Speech begun by then is heard out."""
+POLL_S = 0.05
+"""How often a wait looks whether the reply was stopped."""
+
+
+@dataclass(frozen=True)
+class AnswerHeard:
+    """What the user said or typed after the question (None: nothing, `outcome` says why)."""
+
+    text: str | None
+    outcome: str = ""
+
+
+class SpokenConfirmation:
+    """The voice loop's `Confirm`: the question said and shown, the answer listened for."""
+
+    def __init__(self, worker: ReplyWorker, segmenter: Segmenter,
+                 wait_s: float = CONFIRM_WAIT_S) -> None:
+        self.worker = worker
+        self.segmenter = segmenter
+        self.wait_s = wait_s
+        self.answered_by: Callable[[Confirmation], str | None] | None = None
+        """Where the answer comes from instead of the microphone and the keyboard, once
+        the question has been said (a replay's session file); None from it is no answer."""
+
+    def __call__(self, confirmation: Confirmation) -> Answer:
+        now = self.worker.now
+        if now is None:  # not inside a spoken reply: there is no one to hear the question
+            log.warning("a confirmation was asked for outside a reply; %s was not run",
+                        confirmation.tool)
+            return Answer(False, "the user could not be asked")
+        turn_log = self.worker.log
+        turn_log.emit(now.record, ConfirmationAsked(confirmation.tool, confirmation.question))
+        asked_at = turn_log.clock()  # a line typed from now answers the question on screen
+        now.speech.say(confirmation.question)
+        now.speech.wait_played()
+        if self.answered_by is not None and not self._stopped(now):
+            text = self.answered_by(confirmation)
+            heard = AnswerHeard(text, "" if text else "no-answer")
+        else:
+            heard = self._listen(now, asked_at)
+        outcome = heard.outcome or _outcome(heard.text or "")
+        allowed = outcome == "yes"
+        turn_log.emit(now.record, ConfirmationAnswered(confirmation.tool, allowed,
+                                                   heard.text or "", outcome))
+        return YES if allowed else Answer(False, _why(outcome, heard.text or ""))
+
+    # -- listening ------------------------------------------------------------------------
+
+    def _listen(self, now: NowSpeaking, asked_at: float) -> AnswerHeard:
+        """The first answer after the question, with the microphone heard meanwhile. Turns
+        that are not answers (a timer that rang, speech from before the question) wait in
+        the queue for after the reply, in their order."""
+        worker, clock = self.worker, self.worker.log.clock
+        if self._stopped(now):
+            return AnswerHeard(None, "stopped")
+        listening_from = clock()
+        deadline = listening_from + self.wait_s
+        worker.listener.answer_expected(self.wait_s)
+        worker.awaiting_answer = True
+        kept: list[QueuedTurn | Stop] = []
+        try:
+            while True:
+                if self._stopped(now):
+                    return AnswerHeard(None, "stopped")
+                try:
+                    item = worker.turns.get(timeout=POLL_S)
+                except queue.Empty:
+                    if clock() < deadline or self.segmenter.in_speech:
+                        continue
+                    try:  # a turn that came as the wait ended still counts
+                        item = worker.turns.get_nowait()
+                    except queue.Empty:
+                        return AnswerHeard(None, "no-answer")
+                if isinstance(item, Stop) or not self._answers(item, asked_at, listening_from):
+                    kept.append(item)
+                    continue
+                text = self._text(item, now)
+                if text:
+                    return AnswerHeard(text)
+        finally:
+            worker.awaiting_answer = False
+            worker.turns.put_back(kept)
+
+    @staticmethod
+    def _answers(item: QueuedTurn, asked_at: float, listening_from: float) -> bool:
+        """A line typed once the question was shown, or speech heard once it had played."""
+        if isinstance(item, TypedTurn):
+            return item.record.started >= asked_at
+        if isinstance(item, HeardTurn | SpeculativeTurn):
+            return item.record.started >= listening_from
+        return False  # a timer's announcement comes after the reply
+
+    def _stopped(self, now: NowSpeaking) -> bool:
+        return now.cancel.cancelled or now.speech.stopped or self.worker.closing
+
+    def _text(self, item: QueuedTurn, now: NowSpeaking) -> str:
+        """What the turn said ("" for none: noise, a dropped speculation); it is finished
+        here, shown as heard, and never answered as a turn of its own."""
+        try:
+            if isinstance(item, TypedTurn):
+                item.record.heard = item.text
+                return item.text
+            if isinstance(item, SpeculativeTurn):
+                if not self._committed(item.speculation, now):
+                    return ""  # the user went on: the utterance that ends it comes next
+                item = HeardTurn(item.record, item.speculation.transcript, False)
+            assert isinstance(item, HeardTurn)
+            return self._transcript(item, now)
+        finally:
+            item.record.finished.set()
+            self.worker.turns.task_done()
+
+    def _committed(self, speculation: Speculation, now: NowSpeaking) -> bool:
+        """Wait while the user may go on talking (however long the wait for the answer)."""
+        while not speculation.wait_decided(POLL_S):
+            if self._stopped(now):
+                speculation.drop()
+                return False
+        return speculation.committed
+
+    def _transcript(self, turn: HeardTurn, now: NowSpeaking) -> str:
+        record = turn.record
+        while True:
+            try:
+                transcript, heard_at = turn.transcript.result(timeout=POLL_S)
+                break
+            except TimeoutError:
+                if self._stopped(now):
+                    return ""
+            except (EngineError, CancelledError) as exc:
+                self.worker.log.emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); "
+                                                              "say it again or type it."))
+                return ""
+        self.worker.show_heard(record, transcript, heard_at, turn.cut)
+        record.heard = transcript.text
+        return transcript.text
+
+
+def _outcome(text: str) -> str:
+    verdict = heard_answer(text)
+    return "yes" if verdict else "no" if verdict is False else "unclear"
+
+
+def _why(outcome: str, text: str) -> str:
+    """For the model: why the tool was not run, with the user's words (they may have asked
+    for something else instead)."""
+    said = f" (they said: “{text}”)" if text else ""
+    return {
+        "no": f"the user said no{said}",
+        "unclear": f"the user did not say yes{said}",
+        "no-answer": "the user did not answer",
+        "stopped": "the user stopped the reply",
+    }.get(outcome, "the user did not say yes")
