@@ -12,6 +12,7 @@ offered.
 
 from __future__ import annotations
 
+import json
 import re
 
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
@@ -99,13 +100,24 @@ class RequestTools(ToolRegistry):
         """The result of the change this reply made, if it made one…"""
         self.changed_by = ""
         """…and the tool that made it."""
+        self.made: set[str] = set()
+        """The calls made (name and arguments): one made again is not run. Qwen2.5-Coder-
+        0.5B asked the time server for Tokyo's time four times in one reply, then wrote the
+        result's JSON as its answer."""
 
     def copy(self) -> RequestTools:
         copy = RequestTools(self.tools(), self.request)
         copy.changed, copy.changed_by = self.changed, self.changed_by
+        copy.made = self.made
         return copy
 
     def call(self, name: str, arguments: dict) -> ToolOutput:
+        key = json.dumps([name, arguments], sort_keys=True, default=str)
+        if key in self.made:
+            return failed(Failure.REFUSED, f"{name} was called with these arguments already; "
+                          "its result is above. Answer the user now from it, in plain words, "
+                          "without a tool.")
+        self.made.add(key)
         tool = next((t for t in self.tools() if t.spec.name == name), None)
         if tool is None or tool.read_only or tool.asks_first:
             # A tool that asks first is the user's to allow, each time: several changes

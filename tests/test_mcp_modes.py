@@ -74,12 +74,23 @@ def test_replay_makes_a_change_only_where_the_session_file_says_yes(tmp_path, mo
         call("list_notes"), last_result)
     replies = [turn["reply"] for turn in document["turns"]]
     assert replies[0] == "Result: Deleted notes.txt."
-    assert replies[1] == ("Result: Error: it needs the user's yes, and the session file gives "
-                          'none (add "confirm": "yes" to the turn): delete_note was not run '
+    assert replies[1] == ("Result: Error: the user did not answer: delete_note was not run "
                           "and nothing changed. Tell the user, without a tool.")
-    assert replies[2].startswith("Result: Error: the user said no: add_note was not run")
+    assert replies[2].startswith("Result: Error: the user said no (they said: “no”): add_note "
+                                 "was not run")
     assert replies[3] == "Result: shopping.txt"
     assert document["turns"][0]["input"] == {"text": "Delete notes.txt", "confirm": ["yes"]}
+    # The question is asked as live, and the record shows it and the file's answer.
+    asked = [(e["type"], e.get("question") or e.get("outcome"))
+             for turn in document["turns"] for e in turn["events"]
+             if e["type"].startswith("confirm-")]
+    assert asked == [
+        ("confirm-asked", "Shall I run delete note on notes, with name notes.txt?"),
+        ("confirm-answered", "yes"),
+        ("confirm-asked", "Shall I run delete note on notes, with name shopping.txt?"),
+        ("confirm-answered", "no-answer"),
+        ("confirm-asked", "Shall I run add note on notes, with name todo.txt, text milk?"),
+        ("confirm-answered", "no")]
     calls = [e for e in document["turns"][0]["events"] if e["type"] == "tool-call"]
     assert [(e["name"], e["label"]) for e in calls] == [
         ("notes__delete_note", "Asking notes: delete_note")]

@@ -41,6 +41,25 @@ def test_a_tool_parley_does_not_know_is_always_offered():
     assert [t.name for t in offered_for("Tell me a joke.", tools).specs()] == ["weather"]
 
 
+def test_a_call_made_again_in_the_same_reply_is_not_run_and_the_model_is_told_to_answer():
+    asked: list[str] = []
+    tools = all_tools()
+    tools.register(Tool(ToolSpec("world_time", "The time in a zone.", {"type": "object"}),
+                        lambda args: asked.append(args["zone"]) or "20:33",
+                        lambda _: "Asking the world clock", read_only=True))
+    model = ScriptedChatModel()
+    tokyo = '<tool_call>{"name": "world_time", "arguments": {"zone": "Asia/Tokyo"}}</tool_call>'
+    model.enqueue(tokyo, tokyo, "It is 20:33 in Tokyo.")
+    events: list = []
+    done = Conversation(model, tools).reply("What time is it in Tokyo?", events.append)
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert asked == ["Asia/Tokyo"]
+    assert [r.is_error for r in results] == [False, True]
+    assert results[1].content.startswith("Error: world_time was called with these arguments "
+                                         "already; its result is above.")
+    assert done.text == "It is 20:33 in Tokyo."
+
+
 def native_tool_model() -> ScriptedChatModel:
     """A model whose chat template reads tools itself, as Qwen's and Llama 3.x's do."""
     model = ScriptedChatModel()

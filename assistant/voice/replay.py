@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from assistant.confirmation import SAID_NO, YES, Answer, Confirmation
+from assistant.confirmation import Confirmation
 from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.loop import VoiceLoop
@@ -70,7 +70,8 @@ class ReplayTurn:
 
 class SessionAnswers:
     """Replay's yes or no before a tool changes something: what the session file says on
-    the turn whose reply asks. A question it gives no answer for is a no."""
+    the turn whose reply asks (the question is said first, as live). A question it gives
+    no answer for is not answered: the tool is not run."""
 
     def __init__(self) -> None:
         self._answers: deque[bool] = deque()
@@ -80,12 +81,12 @@ class SessionAnswers:
         with self._lock:
             self._answers = deque(turn.confirm)
 
-    def __call__(self, confirmation: Confirmation) -> Answer:
+    def __call__(self, confirmation: Confirmation) -> str | None:
+        """The answer as the user would say it ("yes", "no"), None if the file has none."""
         with self._lock:
             if not self._answers:
-                return Answer(False, 'it needs the user\'s yes, and the session file gives '
-                                     'none (add "confirm": "yes" to the turn)')
-            return YES if self._answers.popleft() else SAID_NO
+                return None
+            return "yes" if self._answers.popleft() else "no"
 
 
 def load_session(path: Path) -> list[ReplayTurn]:
