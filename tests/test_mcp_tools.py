@@ -5,6 +5,7 @@ offered, asked for, refused, timed out, failing, huge, killed mid-call, missing.
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -236,3 +237,16 @@ def test_chat_asks_before_a_change_and_the_typed_answer_decides(monkeypatch, cap
         "the user, without a tool.\n"
         "· Asking notes: list_notes…\n"
         "Result: shopping.txt\n")
+
+
+def test_a_server_that_answers_garbage_is_one_line_and_offers_no_tools():
+    garbage = ServerConfig("noise", command=sys.executable, args=(
+        "-c", "import time; print('this is not JSON-RPC', flush=True); time.sleep(60)"),
+        timeout_s=3.0)
+    with connected(garbage) as (tools, warned):
+        state = tools.servers[0]
+        names = tools.registry.names()
+    assert state.status is Status.FAILED
+    assert names == {"clock", "calculator"}
+    assert len(warned) == 1 and warned[0].startswith("MCP server 'noise' (")
+    assert warned[0].endswith("its tools are not offered (/tools starts it again).")

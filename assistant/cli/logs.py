@@ -46,3 +46,6 @@ def configure_logging(debug: bool) -> None:
     root.setLevel(logging.WARNING)
     for name in PARLEY_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if debug else logging.NOTSET)
+    # The MCP SDK logs a server's broken message or lost connection with its traceback;
+    # Parley says what happened to that server in one line of its own (`--debug`: both).
+    logging.getLogger("mcp").setLevel(logging.NOTSET if debug else logging.CRITICAL)

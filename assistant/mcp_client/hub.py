@@ -59,6 +59,8 @@ class ServerState:
     task: asyncio.Task | None = None
     generation: int = 0
     """Counts its starts, so a late report of an old run changes nothing."""
+    settled: bool = False
+    """Its start is over and said: its tools offered, or its failure's line written."""
 
 
 ToolsChanged = Callable[[str, "list[Any] | None"], None]
@@ -68,7 +70,8 @@ ToolsChanged = Callable[[str, "list[Any] | None"], None]
 class McpHub:
     def __init__(self, servers: list[ServerConfig], on_tools: ToolsChanged,
                  warn: Callable[[str], None], server_stderr: bool = False) -> None:
-        self._states = {s.name: ServerState(s, Status.STARTING if s.enabled else Status.DISABLED)
+        self._states = {s.name: ServerState(s, Status.STARTING if s.enabled else Status.DISABLED,
+                                            settled=not s.enabled)
                         for s in servers}
         self._on_tools = on_tools
         self._warn = warn
@@ -105,8 +108,8 @@ class McpHub:
     def wait_started(self, timeout_s: float | None = None) -> bool:
         """Wait until no server is still starting (for `parley tools` and tests)."""
         with self._settled:
-            return self._settled.wait_for(
-                lambda: all(s.status is not Status.STARTING for s in self.servers), timeout_s)
+            return self._settled.wait_for(lambda: all(s.settled for s in self.servers),
+                                          timeout_s)
 
     def restart_failed(self) -> list[str]:
         """Start again the servers that failed; their names."""
@@ -116,7 +119,7 @@ class McpHub:
                 if self._thread is None:
                     self.start()
                 with self._lock:
-                    state.status, state.problem = Status.STARTING, ""
+                    state.status, state.problem, state.settled = Status.STARTING, "", False
                 self._launch(state)
                 names.append(state.config.name)
         return names
@@ -214,8 +217,7 @@ class McpHub:
                         return
                     state.client, state.tools, state.status = client, tools, Status.READY
                 self._on_tools(config.name, tools)
-                with self._lock:  # settled once its tools are offered
-                    self._settled.notify_all()
+                self._settle(state)  # once its tools are offered
                 log.debug("MCP server %s ready with %d tools", config.name, len(tools))
                 assert state.stop is not None
                 await state.stop.wait()
@@ -240,7 +242,6 @@ class McpHub:
                 return
             was_ready = state.status is Status.READY
             state.status, state.problem, state.tools = Status.FAILED, problem, []
-            self._settled.notify_all()
         if state.stop is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(state.stop.set)
         if was_ready:
@@ -248,6 +249,12 @@ class McpHub:
         withdrawn = "its tools are withdrawn" if was_ready else "its tools are not offered"
         self._warn(f"MCP server {state.config.name!r} ({state.config.where}): {problem}; "
                    f"{withdrawn} (/tools starts it again).")
+        self._settle(state)  # once its line is written
+
+    def _settle(self, state: ServerState) -> None:
+        with self._lock:
+            state.settled = True
+            self._settled.notify_all()
 
 
 async def _list_tools(client: Any) -> list[Any]:
