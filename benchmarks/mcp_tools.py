@@ -9,9 +9,10 @@ Parley's own tools and the time server's (started over stdio as a user configure
 and, as the baseline in the same run, with Parley's own tools alone (a clock that reads
 this machine's time only). Run in-process (`--llm-model`) and through a real llama.cpp
 server (`python -m llama_cpp.server`). Prints, per request: the calls made, seconds, and
-whether the reply says the right hour for the place asked about (read from the real
-time now, 12- or 24-hour); then the totals: the right tool with the right time zone,
-right hours, needless calls for requests needing no tool, seconds per answer.
+whether the reply says the right hour for the place asked about in words (read from the
+real time now, 12- or 24-hour; a reply in JSON does not count); then the totals: the right
+tool with the right time zone, right hours, replies written as JSON, needless calls for
+requests needing no tool, seconds per answer.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from benchmarks.qwen_model import qwen_model_path
 from tests.support.llama_server import run_llama_server
 
 ANSWER_TOKENS = 160
+JSON_ANSWER = re.compile(r'^\s*[{\[]|"\w+"\s*:\s*["{\[\d]')
+"""A reply written as JSON (a result or a call copied out), not in words."""
 CONTEXT = 4096
 
 # (request, the time server's tool and time zone it needs, or None; the place's zone)
@@ -60,7 +63,9 @@ class Tally:
     """Time requests whose first call was the time server's right tool, right zone."""
     hours_asked: int = 0
     right_hour: int = 0
-    """Replies that say the hour it is now at the place asked about."""
+    """Replies that say, in words (not JSON), the hour it is now at the place asked about."""
+    json_answers: int = 0
+    """Replies that are (or begin with) JSON: the result copied, or a call written out."""
     not_needed: int = 0
     needless: int = 0
     seconds: list[float] = field(default_factory=list)
@@ -120,9 +125,11 @@ def ask_all(model, with_time_server: bool, label: str) -> Tally:
                 tally.right_tool += bool(
                     first and first.name == f"time__{tool}"
                     and wanted in {str(v) for v in first.arguments.values()})
+            as_json = bool(JSON_ANSWER.search(said))
+            tally.json_answers += as_json
             if zone is not None:
                 tally.hours_asked += 1
-                tally.right_hour += says_hour(said, zone)
+                tally.right_hour += says_hour(said, zone) and not as_json
             shown = [f"{c.name}({', '.join(map(str, c.arguments.values()))})" for c in calls]
             print(f"    {request[:48]!r:52s} {tally.seconds[-1]:5.1f} s  "
                   f"calls {shown or '-'}  said {said[:80]!r}", flush=True)
@@ -133,13 +140,13 @@ def ask_all(model, with_time_server: bool, label: str) -> Tally:
 
 
 def show(tallies: list[Tally]) -> None:
-    print("\n| run | right tool and zone | right hour said | needless calls | "
-          "s/answer mean (median) |")
-    print("| --- | --- | --- | --- | --- |")
+    print("\n| run | right tool and zone | right hour said in words | answers in JSON | "
+          "needless calls | s/answer mean (median) |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for t in tallies:
         print(f"| {t.label} | {t.right_tool}/{t.needed} | {t.right_hour}/{t.hours_asked} | "
-              f"{t.needless}/{t.not_needed} | {statistics.mean(t.seconds):.1f} "
-              f"({statistics.median(t.seconds):.1f}) |")
+              f"{t.json_answers}/{len(REQUESTS)} | {t.needless}/{t.not_needed} | "
+              f"{statistics.mean(t.seconds):.1f} ({statistics.median(t.seconds):.1f}) |")
 
 
 def bench(path: str, via: str, port: int) -> list[Tally]:
