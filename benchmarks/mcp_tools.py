@@ -83,14 +83,12 @@ def says_hour(reply: str, zone: str) -> bool:
 
 def registry(with_time_server: bool):
     """Parley's own tools, and the time server's when asked (started, and ready)."""
+    from assistant.cli.engines import conversation_tools
     from assistant.mcp_client.config import ServerConfig
     from assistant.mcp_client.tools import McpTools
-    from assistant.timer_tool import timer_tool
     from assistant.timers import Timers
-    from assistant.tools import builtin_tools
 
-    tools = builtin_tools()
-    tools.register(timer_tool(Timers()))
+    tools = conversation_tools(Timers())
     if not with_time_server:
         return tools, None
     mcp = McpTools([ServerConfig("time", sys.executable, ("-m", "mcp_server_time"))], tools,
