@@ -16,9 +16,9 @@ from mcp.types import (
     ToolAnnotations,
 )
 
+from assistant.cli.engines import configured_servers
 from assistant.cli.main import build_parser
 from assistant.cli.settings import resolve
-from assistant.cli.tools import configured_servers
 from assistant.confirmation import Confirmation, heard_answer
 from assistant.errors import ConfigError
 from assistant.mcp_client.config import read_mcp_file

@@ -13,6 +13,7 @@ from assistant import history_tool
 from assistant.cli.saved import save_request
 from assistant.conversation import Conversation, ReplySettings
 from assistant.errors import ConfigError, ModelError
+from assistant.mcp_client.config import SEPARATOR, ServerConfig, merged, read_mcp_file
 from assistant.saved import SavedConversation
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
@@ -59,11 +60,9 @@ def check_tool_choice(choice: str | None, tools: ToolRegistry,
     from models.openai_compat import TOOL_CHOICE_WORDS
 
     names = [spec.name for spec in tools.specs()] + [history_tool.NAME]
-    if args is not None:
-        from assistant.cli.tools import could_be_mcp_tool
-
-        if could_be_mcp_tool(choice, args):  # listed once its server has started
-            return
+    server = choice.split(SEPARATOR, 1)[0] if SEPARATOR in choice else None
+    if args is not None and server in {s.name for s in configured_servers(args)}:
+        return  # an MCP server's tool: listed once its server has started
     if choice not in (*TOOL_CHOICE_WORDS, *names):
         raise ConfigError(f"--llm-tool-choice {choice!r} is neither auto, required, none nor "
                           f"a tool's name ({', '.join(names)})")
@@ -107,6 +106,13 @@ def reply_settings(args: argparse.Namespace, max_messages: int | None = None,
                              idle_summaries=idle_summaries)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def configured_servers(args: argparse.Namespace) -> list[ServerConfig]:
+    """The MCP servers: the config file's [mcp-servers.NAME] tables, then the --mcp file's
+    (a server of the same name in both: the --mcp file's)."""
+    from_file = read_mcp_file(args.mcp) if args.mcp else []
+    return merged(list(getattr(args, "mcp_servers", [])), from_file)
 
 
 def conversation_tools(timers: Timers) -> ToolRegistry:

@@ -10,19 +10,13 @@ from contextlib import contextmanager
 
 from rich.console import Console
 
+from assistant.cli.engines import configured_servers, conversation_tools
 from assistant.confirmation import YES, Confirm
 from assistant.errors import ConfigError
-from assistant.mcp_client.config import ServerConfig, merged, read_mcp_file
+from assistant.mcp_client.config import SEPARATOR
 from assistant.mcp_client.hub import Status
-from assistant.mcp_client.tools import SEPARATOR, McpTools
+from assistant.mcp_client.tools import McpTools
 from assistant.tools import ToolRegistry
-
-
-def configured_servers(args: argparse.Namespace) -> list[ServerConfig]:
-    """The config file's [mcp-servers.NAME] tables, then the --mcp file's servers (a
-    server of the same name in both: the --mcp file's)."""
-    from_file = read_mcp_file(args.mcp) if args.mcp else []
-    return merged(list(getattr(args, "mcp_servers", [])), from_file)
 
 
 def start_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable[[str], None],
@@ -47,12 +41,6 @@ def running_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable
     finally:
         if tools is not None:
             tools.close()
-
-
-def could_be_mcp_tool(name: str, args: argparse.Namespace) -> bool:
-    """Whether --llm-tool-choice could name a configured server's tool (listed later)."""
-    prefix = name.split(SEPARATOR, 1)[0]
-    return SEPARATOR in name and any(s.name == prefix for s in configured_servers(args))
 
 
 def describe_servers(tools: McpTools) -> list[str]:
@@ -83,9 +71,7 @@ def tool_lines(registry: ToolRegistry) -> list[str]:
 
 def run_tools(args: argparse.Namespace) -> int:
     """`parley tools` lists every tool; `parley tools call NAME '{"arg": …}'` runs one."""
-    from assistant.timer_tool import timer_tool
     from assistant.timers import Timers
-    from assistant.tools import builtin_tools
 
     console = Console(highlight=False, markup=False, soft_wrap=True)
     notes = Console(highlight=False, markup=False, soft_wrap=True, stderr=True)
@@ -94,9 +80,8 @@ def run_tools(args: argparse.Namespace) -> int:
         raise ConfigError("use `parley tools` to list the tools, or `parley tools call NAME "
                           "'{\"argument\": \"value\"}'` to run one")
     arguments = _arguments(words[2] if len(words) == 3 else "{}")
-    registry = builtin_tools()
     timers = Timers()
-    registry.register(timer_tool(timers))
+    registry = conversation_tools(timers)
     # The user's own command is the yes a tool that asks first would need.
     mcp = start_mcp(args, registry, lambda line: notes.print(f"! {line}", style="bold red"),
                     confirm=lambda _: YES)

@@ -32,6 +32,8 @@ TABLE = "mcp-servers"
 """The config file's table of servers (TOML)."""
 JSON_KEY = "mcpServers"
 
+SEPARATOR = "__"
+"""Between a server's name and its tool's in the name the model calls (`time__get_current_time`)."""
 DEFAULT_TIMEOUT_S = 30.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")
 

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant.confirmation import Answer, Confirm, Confirmation, no_one_to_ask
-from assistant.mcp_client.config import ServerConfig
+from assistant.mcp_client.config import SEPARATOR, ServerConfig
 from assistant.mcp_client.hub import CallFailed, McpHub, ServerState
 from assistant.tools import Failure, Tool, ToolOutput, ToolRefused, ToolRegistry, failed
 from models.base import ToolSpec
 
 log = logging.getLogger(__name__)
 
-SEPARATOR = "__"
 NAME_LIMIT = 64
 """OpenAI-compatible servers take tool names of at most 64 of [A-Za-z0-9_-]."""
 
