@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import pytest
 
 from assistant.cli.main import main
+from assistant.cli.tools import describe_servers
 from assistant.confirmation import SAID_NO, YES
 from assistant.mcp_client.config import ServerConfig
 from assistant.mcp_client.hub import Status
@@ -250,3 +251,14 @@ def test_a_server_that_answers_garbage_is_one_line_and_offers_no_tools():
     assert names == {"clock", "calculator"}
     assert len(warned) == 1 and warned[0].startswith("MCP server 'noise' (")
     assert warned[0].endswith("its tools are not offered (/tools starts it again).")
+
+
+def test_a_disabled_server_is_not_started_and_says_so():
+    command, args = notes_server_command()
+    off = ServerConfig("notes", command=command, args=tuple(args), env=notes_server_env(),
+                       enabled=False)
+    with connected(off) as (tools, warned):
+        names = tools.registry.names()
+        lines = describe_servers(tools)
+    assert names == {"clock", "calculator"} and warned == []
+    assert lines == [f"notes ({command} {' '.join(args)}): disabled"]
