@@ -140,7 +140,7 @@ def test_serve_runs_a_change_only_if_the_config_trusts_the_tool(tmp_path, truste
     with script, serving("--llm-url", script.url, "--no-local-intents", "--debug",
                          "--mcp", notes_file(tmp_path, **settings)) as server:
         ready = server.stderr.wait_for(MCP_READY, WORK_S)
-        assert ready is not None and ready[1] == "10", server.output()
+        assert ready is not None and ready[1] == "11", server.output()
         first = asyncio.run(ask(server.host, server.port, "Delete notes.txt"))
         second = asyncio.run(ask(server.host, server.port, "Which notes are there?"))
     assert (first.text, second.text) == ("Done what I could.", "Those are the notes.")

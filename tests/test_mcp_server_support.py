@@ -66,6 +66,7 @@ def test_the_tools_are_listed_with_their_descriptions_and_annotations(server: Ta
     assert annotations == {
         "list_notes": read_only, "read_note": read_only, "wait": read_only, "fail": read_only,
         "huge": read_only, "chart": read_only, "process_id": read_only,
+        "signed_in": read_only,
         "delete_note": {"readOnlyHint": False, "destructiveHint": True},
         "add_note": {"readOnlyHint": False, "destructiveHint": False},
         "tidy": None,

@@ -262,3 +262,14 @@ def test_a_disabled_server_is_not_started_and_says_so():
         lines = describe_servers(tools)
     assert names == {"clock", "calculator"} and warned == []
     assert lines == [f"notes ({command} {' '.join(args)}): disabled"]
+
+
+def test_an_http_servers_headers_are_sent_with_every_request():
+    with notes_config("http") as plain:
+        signed = ServerConfig("notes", url=plain.url, headers={"Authorization": "Bearer sam"})
+        with connected(signed) as (tools, _):
+            said = tools.registry.call("notes__signed_in", {}).text
+        with connected(plain) as (tools, _):
+            unsigned = tools.registry.call("notes__signed_in", {}).text
+    assert (said, unsigned) == ("Signed in as sam.", "Not signed in.")
+

@@ -8,7 +8,8 @@ Its tools cover what a client meets in the wild: read-only tools, a destructive 
 changes something without destroying it, one with no annotations at all (a client must assume
 it can change things), an expected failure (`ToolError`), an unexpected one (a plain
 exception), a slow one, a huge answer, an answer mixing text, an image and a resource, and one
-that names its process so a test can kill the server in the middle of a call.
+that names its process so a test can kill the server in the middle of a call, and one that
+says who is signed in from the HTTP request's bearer token.
 
 It writes nothing to disk (the notes live in a dict) and nothing but the protocol to stdout,
 which is the stdio transport; its log goes to stderr, warnings and worse only.
@@ -26,7 +27,7 @@ import zlib
 from collections.abc import Sequence
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import (
     ContentBlock,
@@ -145,6 +146,13 @@ def create_server() -> MCPServer:
                  annotations=READ_ONLY, structured_output=False)
     def process_id() -> str:
         return str(os.getpid())
+
+    @server.tool(title="Signed in", description="Who the notes are kept for.",
+                 annotations=READ_ONLY, structured_output=False)
+    def signed_in(ctx: Context) -> str:
+        # Over HTTP, the bearer token the client sent names the user; stdio has no headers.
+        token = (ctx.headers or {}).get("authorization", "").removeprefix("Bearer ")
+        return f"Signed in as {token}." if token else "Not signed in."
 
     @server.tool(description="Tidy the notes.", structured_output=False)
     def tidy() -> str:
