@@ -154,7 +154,8 @@ def test_a_huge_result_is_cut_to_4000_characters_and_pictures_are_named(transpor
 
 
 def test_a_call_past_the_timeout_withdraws_the_servers_tools_until_restarted(transport):
-    with notes_config(transport, timeout_s=4.0) as config, \
+    # 8 s: enough to start on a loaded machine (0.6 s here, 1.3 s beside the test suite).
+    with notes_config(transport, timeout_s=8.0) as config, \
             connected(config) as (tools, warned):
         output = tools.registry.call("notes__wait", {"seconds": 30})
         withdrawn = {n for n in tools.registry.names() if n.startswith("notes__")}
@@ -162,7 +163,7 @@ def test_a_call_past_the_timeout_withdraws_the_servers_tools_until_restarted(tra
         tools.wait_started()
         back = tools.registry.call("notes__read_note", {"name": "notes.txt"})
     assert output.error.kind is Failure.RAISED
-    assert "did not answer within 4 s" in output.text
+    assert "did not answer within 8 s" in output.text
     assert withdrawn == set()
     assert len(warned) == 1 and warned[0].startswith("MCP server 'notes' (")
     assert warned[0].endswith("its tools are withdrawn (/tools starts it again).")
