@@ -9,16 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def in_ms(samples: int, sample_rate: int) -> float:
+    """A count of samples as milliseconds."""
+    return samples * 1000 / sample_rate
+
+
 @dataclass(frozen=True, eq=False)
 class SpeechStarted:
     sample: int
     """Where the first speech frame of the detection began (pre-roll not included)."""
 
     sample_rate: int = 16000
-
-    @property
-    def ms(self) -> float:
-        return self.sample * 1000 / self.sample_rate
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,10 +37,6 @@ class SpeechPaused:
     """Where the last speech frame ended."""
 
     sample_rate: int = 16000
-
-    @property
-    def ms(self) -> float:
-        return self.sample * 1000 / self.sample_rate
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,15 +77,15 @@ class Utterance:
 
     @property
     def start_ms(self) -> float:
-        return self.start_sample * 1000 / self.sample_rate
+        return in_ms(self.start_sample, self.sample_rate)
 
     @property
     def speech_end_ms(self) -> float:
-        return self.speech_end_sample * 1000 / self.sample_rate
+        return in_ms(self.speech_end_sample, self.sample_rate)
 
     @property
     def end_ms(self) -> float:
-        return self.end_sample * 1000 / self.sample_rate
+        return in_ms(self.end_sample, self.sample_rate)
 
     @property
     def speech_pcm(self) -> np.ndarray:
@@ -116,7 +113,7 @@ class TurnChecked:
 
     @property
     def silence_ms(self) -> float:
-        return (self.sample - self.speech_end_sample) * 1000 / self.sample_rate
+        return in_ms(self.sample - self.speech_end_sample, self.sample_rate)
 
 
 SegmenterEvent = SpeechStarted | SpeechPaused | SpeechResumed | TurnChecked | Utterance
