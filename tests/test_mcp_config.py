@@ -195,9 +195,18 @@ def test_the_question_names_the_tool_its_server_and_what_it_will_do():
 
 
 @pytest.mark.parametrize(("said", "meaning"), [
-    ("Yes.", True), ("yeah, go ahead", True), ("Sure!", True), ("okay", True),
+    ("Yes.", True), ("yeah, go ahead", True), ("Sure!", True), ("okay", True), ("y", True),
+    ("Do it.", True), ("Um, yes please.", True), ("Yes, delete it.", True),
+    ("Go ahead and delete notes.txt", True), ("Yes, go ahead then, thank you very much", True),
     ("No.", False), ("no, don't", False), ("yes... no, wait", False), ("Do not.", False),
     ("Nope", False), ("What is the weather?", None), ("", None), ("   ", None),
+    # questions and new requests hold words that can say yes, and are not a yes
+    ("What do you mean?", None), ("Is that the right one?", None), ("do what", None),
+    ("Okay, which note is that?", None), ("Can you do it tomorrow?", None),
+    ("right now, what time is it", None), ("Okay, tell me a joke.", None),
+    ("Sure, but first the weather", None), ("Please set a timer", None), ("Right.", None),
 ])
 def test_a_clear_yes_is_needed_and_a_no_word_wins(said, meaning):
-    assert heard_answer(said) is meaning
+    question = Confirmation("notes__delete_note", "notes", "delete_note",
+                            {"name": "notes.txt"}).question
+    assert heard_answer(said, question) is meaning

@@ -14,7 +14,7 @@ import pytest
 
 from assistant.cli.main import main
 from assistant.cli.tools import describe_servers
-from assistant.confirmation import SAID_NO, YES
+from assistant.confirmation import YES, answer_for
 from assistant.mcp_client.config import ServerConfig
 from assistant.mcp_client.hub import Status
 from assistant.mcp_client.tools import McpTools
@@ -91,7 +91,7 @@ def test_the_servers_tools_join_parleys_and_those_that_change_something_ask_firs
 
 
 def test_a_change_runs_after_a_yes_and_not_after_a_no(transport):
-    answers = [SAID_NO, YES]
+    answers = [answer_for("no"), YES]
     asked: list[str] = []
 
     def confirm(confirmation):
@@ -225,18 +225,21 @@ def test_chat_asks_before_a_change_and_the_typed_answer_decides(monkeypatch, cap
     with notes_config(transport) as config:
         out = chat_through_main(
             monkeypatch, capsys, model,
-            "Delete notes.txt\nyes\nDelete shopping.txt\nno\nWhich notes are left?\n",
+            "Delete notes.txt\nyes\nDelete shopping.txt\nWhat do you mean?\n"
+            "Which notes are left?\n",
             "--no-local-intents", "--mcp", config_file(tmp_path, config))
     assert out == (
         "· Asking notes: delete_note…\n"
         "? Shall I run delete note on notes, with name notes.txt? (yes/no) yes\n"
         "Result: Deleted notes.txt.\n"
         "· Asking notes: delete_note…\n"
-        "? Shall I run delete note on notes, with name shopping.txt? (yes/no) no\n"
-        "· notes__delete_note: Error: the user said no: delete_note was not run and \n"
-        "nothing changed. Tell the user, without a tool.\n"
-        "Result: Error: the user said no: delete_note was not run and nothing changed. Tell "
-        "the user, without a tool.\n"
+        "? Shall I run delete note on notes, with name shopping.txt? (yes/no) What do you "
+        "mean?\n"
+        "· notes__delete_note: Error: the user did not say yes (they said: “What do you \n"
+        "mean?”): delete_note was not run and nothing changed. Tell the user, without a \n"
+        "tool.\n"
+        "Result: Error: the user did not say yes (they said: “What do you mean?”): "
+        "delete_note was not run and nothing changed. Tell the user, without a tool.\n"
         "· Asking notes: list_notes…\n"
         "Result: shopping.txt\n")
 

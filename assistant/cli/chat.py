@@ -12,7 +12,7 @@ from assistant.between_turns import BetweenTurns
 from assistant.cli.render import ChatRenderer
 from assistant.cli.terminal import read_line
 from assistant.cli.tools import describe_servers, tool_lines
-from assistant.confirmation import SAID_NO, YES, Answer, Confirmation, heard_answer
+from assistant.confirmation import Answer, Confirmation, answer_for, outcome_of
 from assistant.conversation import Conversation
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.timers import Timer, Timers, cancelled_line, finished_event
@@ -96,7 +96,8 @@ class ChatSession:
 
     def confirm(self, confirmation: Confirmation) -> Answer:
         """A typed yes before a tool changes something (on the reply's thread, while the
-        main one waits for it); Ctrl-C, the end of input or anything but a yes is a no."""
+        main one waits for it); Ctrl-C, the end of input or anything but a yes is a no, and
+        the model reads what was typed (the user may have asked for something else)."""
         self.console.print(f"? {confirmation.question} (yes/no) ", style="bold", end="")
         cancel = self._cancel
         try:
@@ -107,7 +108,10 @@ class ChatSession:
                 self.console.print(line.rstrip("\n"))  # the transcript shows the answer
         except (EOFError, KeyboardInterrupt):
             line = ""
-        return YES if heard_answer(line or "") else SAID_NO
+        line = (line or "").strip()
+        if not line and cancel is not None and cancel.cancelled:
+            return answer_for("stopped")
+        return answer_for(outcome_of(line, confirmation.question), line)
 
     def timer_finished(self, timer: Timer) -> None:
         """On the timers' thread, even while the user types: a line and the terminal bell."""

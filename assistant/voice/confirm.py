@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
-from assistant.confirmation import YES, Answer, Confirmation, heard_answer
+from assistant.confirmation import Answer, Confirmation, answer_for, outcome_of
 from assistant.events import ConfirmationAnswered, ConfirmationAsked, Error, Stage
 from assistant.voice.reply_worker import NowSpeaking, ReplyWorker
 from assistant.voice.speculation import Speculation
@@ -81,11 +81,11 @@ class SpokenConfirmation:
             heard = AnswerHeard(text, "" if text else "no-answer")
         else:
             heard = self._listen(now, asked_at)
-        outcome = heard.outcome or _outcome(heard.text or "")
-        allowed = outcome == "yes"
-        turn_log.emit(now.record, ConfirmationAnswered(confirmation.tool, allowed,
+        outcome = heard.outcome or outcome_of(heard.text or "", confirmation.question)
+        answer = answer_for(outcome, heard.text or "")
+        turn_log.emit(now.record, ConfirmationAnswered(confirmation.tool, answer.allowed,
                                                    heard.text or "", outcome))
-        return YES if allowed else Answer(False, _why(outcome, heard.text or ""))
+        return answer
 
     # -- listening ------------------------------------------------------------------------
 
@@ -178,19 +178,3 @@ class SpokenConfirmation:
         record.heard = transcript.text
         return transcript.text
 
-
-def _outcome(text: str) -> str:
-    verdict = heard_answer(text)
-    return "yes" if verdict else "no" if verdict is False else "unclear"
-
-
-def _why(outcome: str, text: str) -> str:
-    """For the model: why the tool was not run, with the user's words (they may have asked
-    for something else instead)."""
-    said = f" (they said: “{text}”)" if text else ""
-    return {
-        "no": f"the user said no{said}",
-        "unclear": f"the user did not say yes{said}",
-        "no-answer": "the user did not answer",
-        "stopped": "the user stopped the reply",
-    }.get(outcome, "the user did not say yes")
