@@ -70,8 +70,16 @@ class ToolOutput:
 
 
 def failed(kind: Failure, message: str, cause: Exception | None = None) -> ToolOutput:
-    """A failed call's output: the model reads "Error: " and `message`."""
-    return ToolOutput(f"Error: {message}", error=ToolError(kind, message, cause))
+    """A failed call's output: the model reads "Error: " and `message` (capped: a message
+    can quote a server's schema or the model's own arguments)."""
+    return ToolOutput(capped(f"Error: {message}"), error=ToolError(kind, message, cause))
+
+
+def capped(text: str) -> str:
+    """A result as the model reads it: at most `MAX_RESULT_CHARS`, the note counted in."""
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return text[:MAX_RESULT_CHARS - len(RESULT_CUT_NOTE)] + RESULT_CUT_NOTE
 
 
 ToolRun = Callable[[dict], "ToolOutput | str"]
@@ -159,7 +167,11 @@ class ToolRegistry:
             known = ", ".join(self._tools) or "none"
             return failed(Failure.UNKNOWN_TOOL,
                           f"there is no tool named {name!r}. Tools: {known}.")
-        problem = (tool.check or partial(check_arguments, tool.spec.parameters))(arguments)
+        try:
+            problem = (tool.check or partial(check_arguments, tool.spec.parameters))(arguments)
+        except Exception as exc:  # a server's schema the checker cannot use
+            log.debug("the arguments of tool %s could not be checked", name, exc_info=True)
+            problem = f"its arguments could not be checked ({exc}); nothing was run"
         if problem:
             return failed(Failure.BAD_ARGUMENTS, problem)
         try:
@@ -172,9 +184,7 @@ class ToolRegistry:
         if isinstance(output, str):
             output = ToolOutput(output, output)
         if len(output.text) > MAX_RESULT_CHARS:
-            # The note counts too: what the model reads is never over the cap.
-            cut = output.text[:MAX_RESULT_CHARS - len(RESULT_CUT_NOTE)] + RESULT_CUT_NOTE
-            output = dataclasses.replace(output, text=cut)
+            output = dataclasses.replace(output, text=capped(output.text))
         return output
 
 

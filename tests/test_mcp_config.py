@@ -186,6 +186,9 @@ def test_arguments_are_checked_against_the_whole_input_schema():
     assert "argument 'count'" in check({"timezone": "Asia/Tokyo", "count": 0})
     broken = schema_check({"type": "object", "properties": {"x": {"type": "colour"}}})
     assert "input schema is invalid" in broken({})
+    nowhere = schema_check({"type": "object", "properties": {"x": {"$ref": "#/$defs/gone"}}})
+    assert nowhere({"x": 1}).startswith("the tool's own input schema cannot be used "
+                                        "(PointerToNowhere: '/$defs/gone' does not exist")
 
 
 def test_the_question_names_the_tool_its_server_and_what_it_will_do():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
@@ -96,6 +97,26 @@ def test_the_cap_applies_to_the_text_and_the_value_is_kept():
     assert output.value == 42 and not output.is_error
     plain = tools.call("plain", {})  # a tool may return its text alone
     assert len(plain.text) == MAX_RESULT_CHARS and plain.value == "y" * 5000
+
+
+def test_errors_are_capped_too_and_a_checker_that_raises_is_an_error():
+    def loud(_: dict) -> ToolOutput:
+        raise RuntimeError("z" * 9000)
+
+    def broken_check(_: dict) -> str | None:
+        raise KeyError("definitions")
+
+    tools = ToolRegistry([a_tool(loud, "loud"),
+                          dataclasses.replace(a_tool(lambda _: "ran", "checked"),
+                                              check=broken_check)])
+    raised = tools.call("loud", {})
+    assert len(raised.text) == MAX_RESULT_CHARS and raised.text.endswith(RESULT_CUT_NOTE)
+    unknown = tools.call("x" * 9000, {})  # a name the model made up, quoted back
+    assert len(unknown.text) == MAX_RESULT_CHARS and unknown.error.kind is Failure.UNKNOWN_TOOL
+    unchecked = tools.call("checked", {})
+    assert unchecked.error.kind is Failure.BAD_ARGUMENTS
+    assert unchecked.text == ("Error: its arguments could not be checked ('definitions'); "
+                              "nothing was run")
 
 
 def test_a_failed_output_reads_error_for_the_model():

@@ -103,8 +103,12 @@ def schema_check(schema: dict) -> Callable[[dict], str | None]:
         return lambda _: problem
 
     def check(arguments: dict) -> str | None:
-        error = next(iter(sorted(validator.iter_errors(arguments), key=lambda e: e.path)),
-                     None)
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: e.path)
+        except Exception as exc:  # e.g. a $ref to nowhere: found only once it is followed
+            log.debug("an MCP tool's input schema cannot be used", exc_info=True)
+            return f"the tool's own input schema cannot be used ({str(exc)[:200]})"
+        error = next(iter(errors), None)
         if error is None:
             return None
         where = ".".join(str(p) for p in error.absolute_path)
