@@ -7,8 +7,10 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -187,6 +189,54 @@ def test_the_server_killed_mid_call_is_one_line_and_its_tools_are_withdrawn(tran
     assert results[0].text.startswith("Error: the MCP server 'notes' failed:")
     assert state.status is Status.FAILED and len(warned) == 1
     assert not any(name.startswith("notes__") for name in names)
+
+
+def test_a_server_that_exits_while_idle_is_found_out_and_its_tools_withdrawn(
+        transport, monkeypatch):
+    monkeypatch.setattr("assistant.mcp_client.hub.WATCH_S", 0.5)
+    with notes_config(transport) as config, connected(config) as (tools, warned):
+        pid = int(tools.registry.call("notes__process_id", {}).text)
+        time.sleep(2)  # checked four times meanwhile: a server that answers stays
+        alive = list(warned)
+        os.kill(pid, signal.SIGKILL)  # no call is being made: only the check finds it out
+        gone = wait_for(lambda: warned, 20)
+        names = tools.registry.names()
+    assert alive == []
+    assert gone and len(warned) == 1, warned
+    assert warned[0].startswith("MCP server 'notes' (") and "it stopped answering" in warned[0]
+    assert warned[0].endswith("its tools are withdrawn (/tools starts it again).")
+    assert names == {"clock", "calculator"}
+
+
+def test_closing_while_a_server_is_still_starting_ends_its_process():
+    marker = f"import time; time.sleep(4242)  # parley-test-{os.getpid()}"
+    hung = ServerConfig("hung", command=sys.executable, args=("-c", marker), timeout_s=30)
+    tools = McpTools([hung], builtin_tools(), lambda _: None)
+    tools.start()
+    assert wait_for(lambda: processes_running(marker), 10)  # it answers nothing, ever
+    tools.close()
+    assert processes_running(marker) == []
+
+
+def wait_for(ready, within_s: float):
+    """`ready()` once it is true, polled; its last value when the time is up."""
+    deadline = time.monotonic() + within_s
+    while not (value := ready()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
+def processes_running(marker: str) -> list[int]:
+    """The processes whose command line holds `marker` (zombies are not running)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes()
+                    and ") Z " not in (entry / "stat").read_text()):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def test_a_server_whose_command_does_not_exist_is_one_line_and_parley_goes_on(

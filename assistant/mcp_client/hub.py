@@ -32,6 +32,12 @@ REQUEST_TIMEOUT = -32001
 """The MCP SDK's error code for a request it stopped waiting for."""
 START_GRACE_S = 2.0
 """Added to a call's wait beyond the server's own timeout, for the SDK to say so first."""
+WATCH_S = 10.0
+"""How often an idle server is asked for its tools, so that one that has gone (exited,
+crashed, hung) has its tools withdrawn before the model is offered them again."""
+STOP_GRACE_S = 5.0
+"""How long a cancelled server has to end its process: the SDK gives a stdio server 2 s
+after closing its input, then terminates it, then kills it."""
 
 
 class Status(Enum):
@@ -61,6 +67,8 @@ class ServerState:
     """Counts its starts, so a late report of an old run changes nothing."""
     settled: bool = False
     """Its start is over and said: its tools offered, or its failure's line written."""
+    calls: int = 0
+    """Calls waiting for its answer (an idle server is pinged, a busy one is not)."""
 
 
 ToolsChanged = Callable[[str, "list[Any] | None"], None]
@@ -81,6 +89,7 @@ class McpHub:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
+        self._closing = False
 
     @property
     def servers(self) -> list[ServerState]:
@@ -135,6 +144,8 @@ class McpHub:
                              "starts it again")
         timeout = state.config.timeout_s
         client, generation = state.client, state.generation
+        with self._lock:
+            state.calls += 1
         future = asyncio.run_coroutine_threadsafe(
             client.call_tool(tool, arguments, read_timeout_seconds=timeout), self._loop)
         try:
@@ -149,6 +160,9 @@ class McpHub:
                        else _describe(exc, tool))
             if _answered_with_error(exc):  # the server is alive and said no: not a failure
                 raise CallFailed(f"{server} refused the call: {problem}") from exc
+        finally:
+            with self._lock:
+                state.calls -= 1
         self._fail(state, generation, problem)
         raise CallFailed(f"the MCP server {server!r} failed: {problem}")
 
@@ -157,25 +171,36 @@ class McpHub:
         loop = self._loop
         if loop is None:
             return
+        self._closing = True
         for state in self.servers:
             if state.stop is not None:
                 loop.call_soon_threadsafe(state.stop.set)
         tasks = [s.task for s in self.servers if s.task is not None]
+        # A server still starting is inside the SDK's handshake, where the stop event is
+        # not heard: cancelling unwinds its transport, which ends its process.
+        starting = [s.task for s in self.servers
+                    if s.task is not None and s.status is not Status.READY]
 
         async def finish() -> None:
+            for task in starting:
+                task.cancel()
             if tasks:
                 await asyncio.wait(tasks, timeout=5)
-            for task in tasks:
+            late = [task for task in tasks if not task.done()]
+            for task in late:
                 task.cancel()
+            if late:  # the cancelled tasks' clean-up ends their processes: wait for it
+                await asyncio.wait(late, timeout=STOP_GRACE_S)
 
         try:
-            asyncio.run_coroutine_threadsafe(finish(), loop).result(8)
+            asyncio.run_coroutine_threadsafe(finish(), loop).result(5 + STOP_GRACE_S + 1)
         except Exception:  # closing must not fail an exit
             log.debug("stopping the MCP servers", exc_info=True)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(5)
         self._loop = self._thread = None
+        self._closing = False
 
     def _launch(self, state: ServerState) -> None:
         loop = self._loop
@@ -219,15 +244,41 @@ class McpHub:
                 self._on_tools(config.name, tools)
                 self._settle(state)  # once its tools are offered
                 log.debug("MCP server %s ready with %d tools", config.name, len(tools))
-                assert state.stop is not None
-                await state.stop.wait()
+                await self._hold(client, state, generation)
             finally:
                 await self._leave(client, config.name)
-        except asyncio.CancelledError:  # its start timed out, or Parley is closing
-            pass
+        except asyncio.CancelledError:  # its start timed out, or Parley is closing…
+            if not self._closing:  # …or the SDK's own tasks ended the connection
+                self._fail(state, generation, "it stopped answering (the connection ended)")
         except Exception as exc:  # any start failure is one line, never a traceback
             log.debug("the MCP server %s failed", config.name, exc_info=True)
             self._fail(state, generation, _start_problem(exc, config))
+
+    async def _hold(self, client: Any, state: ServerState, generation: int) -> None:
+        """Hold the connection until the server is stopped. An idle server is asked for
+        its tools now and then (MCP's ping is gone from its 2026 protocol; listing tools
+        is in every version): one that exited or hung while no call was made is found out
+        then, not when the model next calls it."""
+        assert state.stop is not None
+        while True:
+            try:
+                await asyncio.wait_for(state.stop.wait(), WATCH_S)
+                return
+            except TimeoutError:
+                pass
+            if state.calls:
+                continue  # a server may answer one request at a time: never ask a busy one
+            try:
+                await asyncio.wait_for(client.list_tools(cache_mode="bypass"),
+                                       state.config.timeout_s)
+            except Exception as exc:
+                if state.stop.is_set():
+                    return
+                problem = (f"it stopped answering (nothing within {state.config.timeout_s:g} s)"
+                           if isinstance(exc, TimeoutError)
+                           else f"it stopped answering ({_describe(exc, 'a check')})")
+                self._fail(state, generation, problem)
+                return
 
     @staticmethod
     async def _leave(client: Any, name: str) -> None:
