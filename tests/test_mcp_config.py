@@ -66,6 +66,16 @@ timeout-s = 5
     assert not notes.uses("list_notes")  # not among the allowed
     assert notes.confirm_tools == {"read_note"} and notes.trusted_tools == {"add_note"}
     assert notes.timeout_s == 5.0
+    # A name its lists give that the server turns out not to have is said once it is listed.
+    assert notes.names_not_found({"read_note", "delete_note", "list_notes"}) == [
+        "trusted-tools: add_note"]
+
+
+def test_a_tool_may_be_named_as_parley_tools_shows_it(tmp_path):
+    (notes,) = read_mcp_file(written(tmp_path, "mcp.json", json.dumps({"mcpServers": {
+        "notes": {"command": "n", "confirm-tools": ["notes__read_note"],
+                  "trusted-tools": ["delete_note"]}}})))
+    assert notes.confirm_tools == {"read_note"} and notes.trusted_tools == {"delete_note"}
 
 
 def test_the_config_file_holds_servers_and_the_mcp_file_replaces_one_of_the_same_name(
@@ -100,6 +110,8 @@ url = "http://127.0.0.1:9/mcp"
     ('{"mcpServers": ', "not valid JSON"),
     ("[mcp-servers.x]\ncommand = 3", "command must be"),
     ("ctx = 1", "holds [mcp-servers.NAME] tables only"),
+    ('{"mcpServers": {"x": {"command": "a", "disabled": "false"}}}', "disabled must be true"),
+    ('{"mcpServers": {"x": {"type": "sse", "url": "http://h/sse"}}}', "SSE servers"),
 ])
 def test_a_mistake_in_the_file_is_one_line_naming_the_file_server_and_key(tmp_path, text,
                                                                            message):

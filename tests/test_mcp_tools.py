@@ -294,6 +294,29 @@ def test_chat_asks_before_a_change_and_the_typed_answer_decides(monkeypatch, cap
         "Result: shopping.txt\n")
 
 
+def test_a_tool_name_in_the_settings_the_server_lacks_is_one_line_and_the_rest_work():
+    command, args = notes_server_command()
+    typo = ServerConfig("notes", command=command, args=tuple(args), env=notes_server_env(),
+                        confirm_tools=frozenset({"read_notes"}))
+    with connected(typo) as (tools, warned):
+        offered = "notes__read_note" in tools.registry.names()
+    assert offered
+    assert warned == ["MCP server 'notes' has no tool named in confirm-tools: read_notes (its "
+                      "tools: add_note, chart, delete_note, fail, huge, list_notes, "
+                      "process_id, read_note, signed_in, tidy, wait); check the names in its "
+                      "settings."]
+
+
+def test_a_working_folder_that_does_not_exist_is_named_as_the_problem(tmp_path):
+    command, args = notes_server_command()
+    lost = ServerConfig("notes", command=command, args=tuple(args), env=notes_server_env(),
+                        cwd=str(tmp_path / "gone"))
+    with connected(lost) as (_, warned):
+        pass
+    assert len(warned) == 1
+    assert f"cannot start it: no folder '{tmp_path / 'gone'}' (check its cwd)" in warned[0]
+
+
 def test_a_server_that_answers_garbage_is_one_line_and_offers_no_tools():
     garbage = ServerConfig("noise", command=sys.executable, args=(
         "-c", "import time; print('this is not JSON-RPC', flush=True); time.sleep(60)"),

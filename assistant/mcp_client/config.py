@@ -86,6 +86,14 @@ class ServerConfig:
             return False
         return self.allowed_tools is None or tool in self.allowed_tools
 
+    def names_not_found(self, tools: set[str]) -> list[str]:
+        """The tool names its lists give that the server does not have ("confirm-tools:
+        delete_notes"): a typo there would let a tool run unasked, or hide none."""
+        lists = (("allowed-tools", self.allowed_tools or frozenset()),
+                 ("blocked-tools", self.blocked_tools), ("confirm-tools", self.confirm_tools),
+                 ("trusted-tools", self.trusted_tools))
+        return [f"{key}: {name}" for key, names in lists for name in sorted(names - tools)]
+
 
 def read_mcp_file(path: Path) -> list[ServerConfig]:
     """The servers of an `--mcp` file: JSON with `mcpServers`, or TOML with
@@ -146,8 +154,14 @@ def _server(name: str, entry: Any, source: str, json_file: bool) -> ServerConfig
         raise ConfigError(f"{where} must be a table of settings (command or url, …)")
     values: dict[str, Any] = {}
     for key, value in entry.items():
+        if key in ("type", "transportType") and str(value).lower() == "sse":
+            raise ConfigError(f"{where}: SSE servers (MCP's older HTTP transport) are not "
+                              "supported; give the url of its streamable HTTP endpoint "
+                              "(often /mcp)")
         if json_file and key in _OTHER_CLIENTS_KEYS:
             continue
+        if json_file and key == "disabled" and not isinstance(value, bool):
+            raise ConfigError(f"{where}: disabled must be true or false")
         if json_file and key in _JSON_ALIASES:
             key, value = _JSON_ALIASES[key], (not value if key == "disabled" else value)
         key = key.replace("_", "-")
@@ -171,15 +185,15 @@ def _server(name: str, entry: Any, source: str, json_file: bool) -> ServerConfig
     enabled = values.get("enabled", True)
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}: enabled must be true or false")
-    allowed = _names(values, "allowed-tools", where)
+    allowed = _names(values, "allowed-tools", where, name)
     return ServerConfig(
         name=name, command=command, args=tuple(_strings(values, "args", where)),
         env=_mapping(values, "env", where), cwd=_text(values, "cwd", where), url=url,
         headers=_mapping(values, "headers", where), enabled=enabled,
         allowed_tools=allowed if "allowed-tools" in values else None,
-        blocked_tools=_names(values, "blocked-tools", where),
-        confirm_tools=_names(values, "confirm-tools", where),
-        trusted_tools=_names(values, "trusted-tools", where),
+        blocked_tools=_names(values, "blocked-tools", where, name),
+        confirm_tools=_names(values, "confirm-tools", where, name),
+        trusted_tools=_names(values, "trusted-tools", where, name),
         timeout_s=float(timeout), source=source)
 
 
@@ -190,8 +204,11 @@ def _strings(values: dict, key: str, where: str) -> list[str]:
     return value
 
 
-def _names(values: dict, key: str, where: str) -> frozenset[str]:
-    return frozenset(_strings(values, key, where))
+def _names(values: dict, key: str, where: str, server: str) -> frozenset[str]:
+    """A list of the server's tool names, as the server names them or as `parley tools`
+    shows them (`notes__delete_note`)."""
+    prefix = f"{server}{SEPARATOR}"
+    return frozenset(name.removeprefix(prefix) for name in _strings(values, key, where))
 
 
 def _mapping(values: dict, key: str, where: str) -> dict[str, str]:

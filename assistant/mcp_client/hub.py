@@ -252,7 +252,10 @@ class McpHub:
                 self._fail(state, generation, "it stopped answering (the connection ended)")
         except Exception as exc:  # any start failure is one line, never a traceback
             log.debug("the MCP server %s failed", config.name, exc_info=True)
-            self._fail(state, generation, _start_problem(exc, config))
+            problem = _start_problem(exc, config)
+            if config.command and not self._server_stderr and problem.startswith("it failed"):
+                problem += " (--debug shows what it wrote)"
+            self._fail(state, generation, problem)
 
     async def _hold(self, client: Any, state: ServerState, generation: int) -> None:
         """Hold the connection until the server is stopped. An idle server is asked for
@@ -359,17 +362,26 @@ class _StdioTransport:
         from mcp.client.stdio import stdio_client
 
         self._context = stdio_client(self._params, errlog=self._errlog)
-        return await self._context.__aenter__()
+        try:
+            return await self._context.__aenter__()
+        except BaseException:  # not started: __aexit__ will not be called to close it
+            self._close_errlog()
+            raise
 
     async def __aexit__(self, *exc: Any) -> Any:
         try:
             return await self._context.__aexit__(*exc)
         finally:
-            if self._errlog is not None and self._errlog.name == os.devnull:
-                self._errlog.close()
+            self._close_errlog()
+
+    def _close_errlog(self) -> None:
+        if self._errlog is not None and self._errlog.name == os.devnull:
+            self._errlog.close()
 
 
 def _start_problem(exc: BaseException, config: ServerConfig) -> str:
+    if config.cwd and not Path(config.cwd).is_dir():
+        return f"cannot start it: no folder {config.cwd!r} (check its cwd)"
     if isinstance(exc, FileNotFoundError) or (
             isinstance(exc, OSError) and exc.errno == 2 and config.command):
         return (f"cannot start it: no program {config.command!r} (check the command, or "
@@ -407,4 +419,7 @@ def _answered_with_error(exc: BaseException) -> bool:
         return False
     from mcp_types.jsonrpc import CONNECTION_CLOSED
 
-    return exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+    # The SDK's own "Connection closed" shares its code with JSON-RPC's generic server
+    # error, which a working server may send: the message tells them apart.
+    closed = exc.code == CONNECTION_CLOSED and "Connection closed" in str(exc)
+    return not closed and exc.code != REQUEST_TIMEOUT

@@ -129,6 +129,7 @@ class McpTools:
         """Asks the user before a tool that changes something; set by the mode that runs
         (typed in chat, spoken in voice, the session file in replay)."""
         self._configs = {s.name: s for s in servers}
+        self._warn = warn
         self._names: dict[str, set[str]] = {}
         self._listed: dict[str, list[Listed]] = {}
         self._lock = threading.Lock()
@@ -156,6 +157,14 @@ class McpTools:
             return [tool for tools in self._listed.values() for tool in tools]
 
     def _tools_changed(self, server: str, tools: list[Any] | None) -> None:
+        self._offer(server, tools)
+        not_found = self._configs[server].names_not_found({t.name for t in tools or []})
+        if tools is not None and not_found:
+            self._warn(f"MCP server {server!r} has no tool named in {'; '.join(not_found)} "
+                       f"(its tools: {', '.join(sorted(t.name for t in tools)) or 'none'}); "
+                       "check the names in its settings.")
+
+    def _offer(self, server: str, tools: list[Any] | None) -> None:
         with self._lock:
             self.registry.withdraw(self._names.pop(server, set()))
             self._listed.pop(server, None)
