@@ -43,10 +43,19 @@ class Confirmation:
 
     @property
     def question(self) -> str:
-        """The question as said or shown: "Shall I run delete note on notes, with name
-        notes.txt?"."""
+        """The question as said: "Shall I run delete note on notes, with name notes.txt?"
+        (each argument at most 80 characters: a long one is not read out whole)."""
+        return self._asked(80)
+
+    @property
+    def question_in_full(self) -> str:
+        """The question as typed chat shows it: every argument whole, so that what is
+        said yes to is what is seen."""
+        return self._asked(None)
+
+    def _asked(self, limit: int | None) -> str:
         what = self.server_tool.replace("_", " ").replace("-", " ").strip()
-        given = ", ".join(f"{key.replace('_', ' ')} {_shown(value)}"
+        given = ", ".join(f"{key.replace('_', ' ')} {_shown(value, limit)}"
                           for key, value in self.arguments.items())
         return f"Shall I run {what} on {self.server}{', with ' + given if given else ''}?"
 
@@ -126,6 +135,6 @@ def answer_for(outcome: str, text: str = "") -> Answer:
     }.get(outcome, f"the user did not say yes{said}"))
 
 
-def _shown(value: object) -> str:
+def _shown(value: object, limit: int | None) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 80 else text[:80] + "…"
+    return text if limit is None or len(text) <= limit else text[:limit] + "…"

@@ -207,6 +207,10 @@ def test_the_question_names_the_tool_its_server_and_what_it_will_do():
     asking = Confirmation("notes__delete_note", "notes", "delete_note", {"name": "notes.txt"})
     assert asking.question == "Shall I run delete note on notes, with name notes.txt?"
     assert Confirmation("t__tidy", "t", "tidy").question == "Shall I run tidy on t?"
+    path = "/home/sam/" + "very/" * 30 + "notes.txt"
+    long = Confirmation("f__delete", "f", "delete", {"path": path})
+    assert long.question == f"Shall I run delete on f, with path {path[:80]}…?"
+    assert long.question_in_full == f"Shall I run delete on f, with path {path}?"  # typed chat
 
 
 @pytest.mark.parametrize(("said", "meaning"), [

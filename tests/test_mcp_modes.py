@@ -14,6 +14,8 @@ from wyoming.client import AsyncTcpClient
 from wyoming.handle import Handled
 
 from assistant.cli.main import main
+from assistant.confirmation import Confirmation
+from assistant.voice.replay import ReplayTurn, SessionAnswers
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.command_line import without_user_settings
 from tests.support.mcp_servers import notes_server_command, notes_server_env
@@ -94,6 +96,23 @@ def test_replay_makes_a_change_only_where_the_session_file_says_yes(tmp_path, mo
     calls = [e for e in document["turns"][0]["events"] if e["type"] == "tool-call"]
     assert [(e["name"], e["label"]) for e in calls] == [
         ("notes__delete_note", "Asking notes: delete_note")]
+
+
+def test_a_reply_still_playing_when_the_next_turn_starts_is_answered_from_its_own_turn():
+    records: list[object] = []
+    answers = SessionAnswers(records)  # type: ignore[arg-type]
+    asking = Confirmation("notes__delete_note", "notes", "delete_note", {"name": "notes.txt"})
+    answers.turn_started(ReplayTurn(1, text="Delete notes.txt", confirm=(True,)))
+    first_reply = object()
+    records.append(first_reply)
+    # The next turn (during_reply_ms) starts while the first reply is still playing…
+    answers.turn_started(ReplayTurn(2, text="Delete it all", confirm=(False,)))
+    second_reply = object()
+    records.append(second_reply)
+    # …and the first reply asks only now: its own turn's yes, not the next turn's no.
+    assert answers(asking, first_reply) == "yes"  # type: ignore[arg-type]
+    assert answers(asking, second_reply) == "no"  # type: ignore[arg-type]
+    assert answers(asking, first_reply) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("turn", "message"), [

@@ -245,7 +245,7 @@ def test_an_answer_from_elsewhere_follows_the_question_said_aloud():
     """Replay answers from its session file, not the microphone: the question is still
     said and shown, and the answer it gives decides."""
     room = NotesRoom(DELETE, "Deleted.")
-    room.loop.spoken_confirmation.answered_by = lambda confirmation: "Sure."
+    room.loop.spoken_confirmation.answered_by = lambda confirmation, asking: "Sure."
     room.loop.submit_text("Delete my notes file.")
     room.finish()
     assert room.deleted == ["notes.txt"]

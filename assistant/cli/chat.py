@@ -98,7 +98,8 @@ class ChatSession:
         """A typed yes before a tool changes something (on the reply's thread, while the
         main one waits for it); Ctrl-C, the end of input or anything but a yes is a no, and
         the model reads what was typed (the user may have asked for something else)."""
-        self.console.print(f"? {confirmation.question} (yes/no) ", style="bold", end="")
+        self.console.print(f"? {confirmation.question_in_full} (yes/no) ", style="bold",
+                           end="")
         cancel = self._cancel
         try:
             if self.interactive:

@@ -48,7 +48,6 @@ def run_replay(args: argparse.Namespace) -> int:
     rings: list = []  # the loop, once it exists, announces a timer going off
     timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))
     tools = conversation_tools(timers)
-    answers = SessionAnswers()  # a change is made only where the session file says yes
     with running_mcp(args, tools, lambda line: print(f"parley: {line}", file=sys.stderr)
                      ) as mcp:
         conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
@@ -64,6 +63,7 @@ def run_replay(args: argparse.Namespace) -> int:
         loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, clock=clock,
                          keep_audio=args.audio_out is not None, wake_word=wake_word)
         rings.append(loop)
+        answers = SessionAnswers(loop.records)  # a change only where the file says yes
         if mcp is not None:  # asked as live, answered from the session file
             loop.spoken_confirmation.answered_by = answers
             mcp.confirm = loop.spoken_confirmation

@@ -33,6 +33,7 @@ from assistant.voice.turn_queue import (
     Stop,
     TypedTurn,
 )
+from assistant.voice.turns import TurnRecord
 from audio.segmenter import Segmenter
 from models.errors import EngineError
 
@@ -61,9 +62,10 @@ class SpokenConfirmation:
         self.worker = worker
         self.segmenter = segmenter
         self.wait_s = wait_s
-        self.answered_by: Callable[[Confirmation], str | None] | None = None
+        self.answered_by: Callable[[Confirmation, TurnRecord], str | None] | None = None
         """Where the answer comes from instead of the microphone and the keyboard, once
-        the question has been said (a replay's session file); None from it is no answer."""
+        the question has been said (a replay's session file), given the asking reply's
+        record; None from it is no answer."""
 
     def __call__(self, confirmation: Confirmation) -> Answer:
         now = self.worker.now
@@ -77,7 +79,7 @@ class SpokenConfirmation:
         now.speech.say(confirmation.question)
         now.speech.wait_played()
         if self.answered_by is not None and not self._stopped(now):
-            text = self.answered_by(confirmation)
+            text = self.answered_by(confirmation, now.record)
             heard = AnswerHeard(text, "" if text else "no-answer")
         else:
             heard = self._listen(now, asked_at)

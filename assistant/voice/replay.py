@@ -71,22 +71,33 @@ class ReplayTurn:
 class SessionAnswers:
     """Replay's yes or no before a tool changes something: what the session file says on
     the turn whose reply asks (the question is said first, as live). A question it gives
-    no answer for is not answered: the tool is not run."""
+    no answer for is not answered: the tool is not run.
 
-    def __init__(self) -> None:
-        self._answers: deque[bool] = deque()
+    Each turn's answers are kept for the replies of that turn: a reply still playing when
+    the next turn starts (`during_reply_ms`) that asks then is answered from its own
+    turn's answers, never from the next one's."""
+
+    def __init__(self, records: list[TurnRecord]) -> None:
+        self._records = records
+        """The loop's records, in order: a turn owns those that began while it was current."""
+        self._turns: list[tuple[int, deque[bool]]] = []
+        """Per turn: the number of records before it, and its answers not yet given."""
         self._lock = threading.Lock()
 
     def turn_started(self, turn: ReplayTurn) -> None:
         with self._lock:
-            self._answers = deque(turn.confirm)
+            self._turns.append((len(self._records), deque(turn.confirm)))
 
-    def __call__(self, confirmation: Confirmation) -> str | None:
+    def __call__(self, confirmation: Confirmation, asking: TurnRecord) -> str | None:
         """The answer as the user would say it ("yes", "no"), None if the file has none."""
         with self._lock:
-            if not self._answers:
+            position = next((i for i in range(len(self._records) - 1, -1, -1)
+                             if self._records[i] is asking), len(self._records))
+            answers = next((left for first, left in reversed(self._turns)
+                            if first <= position), deque())
+            if not answers:
                 return None
-            return "yes" if self._answers.popleft() else "no"
+            return "yes" if answers.popleft() else "no"
 
 
 def load_session(path: Path) -> list[ReplayTurn]:
