@@ -13,7 +13,6 @@ from rich.console import Console
 from assistant.cli.engines import configured_servers, conversation_tools
 from assistant.confirmation import YES, Confirm
 from assistant.errors import ConfigError
-from assistant.mcp_client.config import SEPARATOR
 from assistant.mcp_client.hub import Status
 from assistant.mcp_client.tools import McpTools
 from assistant.tools import ToolRegistry
@@ -100,7 +99,7 @@ def run_tools(args: argparse.Namespace) -> int:
                 console.print("· No MCP servers are configured (--mcp FILE, or "
                               "[mcp-servers.NAME] in the config file).", style="dim")
             return 0
-        name = _tool_name(words[1], registry)
+        name = _tool_name(words[1], registry, mcp)
         console.print(f"· {registry.label(name, arguments)}…", style="dim")
         output = registry.call(name, arguments)
         console.print(output.text)
@@ -123,13 +122,14 @@ def _arguments(text: str) -> dict:
     return arguments
 
 
-def _tool_name(name: str, registry: ToolRegistry) -> str:
+def _tool_name(name: str, registry: ToolRegistry, mcp: McpTools | None) -> str:
     """The model's name for a tool, given it or the server's own name (if one server
     alone has a tool of that name)."""
     names = registry.names()
     if name in names:
         return name
-    matches = sorted(n for n in names if n.split(SEPARATOR, 1)[-1] == name)
+    matches = sorted(tool.name for tool in (mcp.listed() if mcp is not None else [])
+                     if tool.server_tool == name)
     if len(matches) == 1:
         return matches[0]
     if matches:
