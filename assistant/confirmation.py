@@ -68,7 +68,6 @@ class Answer:
 
 
 YES = Answer(True)
-SAID_NO = Answer(False, "the user said no")
 
 Confirm = Callable[[Confirmation], Answer]
 """Asks the user (or answers for them where no one can be asked)."""

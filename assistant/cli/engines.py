@@ -116,7 +116,7 @@ def configured_servers(args: argparse.Namespace) -> list[ServerConfig]:
 
 
 def conversation_tools(timers: Timers) -> ToolRegistry:
-    """Parley's own tools, the timer's over `timers`; MCP servers' join them (`start_mcp`)."""
+    """Parley's own tools, the timer's over `timers`; MCP servers' join them (`running_mcp`)."""
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     return tools

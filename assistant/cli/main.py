@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     from assistant.cli.chat import ChatSession
     from assistant.cli.engines import conversation_tools, load_conversation
     from assistant.cli.saved import announce, close_saved
-    from assistant.cli.tools import start_mcp
+    from assistant.cli.tools import running_mcp
     from assistant.timers import Timers
 
     # The session shows a timer going off; it exists once the conversation is loaded.
@@ -188,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
     tools = conversation_tools(timers)
     # MCP servers start while the model loads; a failure is a line on stderr, whenever it
     # comes (on stdout it would land at a different place in each piped transcript).
-    mcp = start_mcp(args, tools, lambda line: print(f"! {line}", file=sys.stderr, flush=True))
-    try:
+    with running_mcp(args, tools, lambda line: print(f"! {line}", file=sys.stderr, flush=True)
+                     ) as mcp:
         # At a terminal the user types between replies: the summary is written then.
         conversation = load_conversation(args, timers, idle_summaries=interactive, tools=tools)
         stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
@@ -205,7 +205,4 @@ def run(args: argparse.Namespace) -> int:
             return session.run(stdin)
         finally:
             close_saved(conversation)
-    finally:
-        if mcp is not None:
-            mcp.close()
 

@@ -18,7 +18,7 @@ from assistant.cli.engines import (
     load_tts,
     reply_settings,
 )
-from assistant.cli.tools import start_mcp
+from assistant.cli.tools import running_mcp
 from assistant.confirmation import no_one_to_ask
 from assistant.conversation import Conversation
 from assistant.errors import ConfigError
@@ -56,7 +56,7 @@ def conversation_factory(args: argparse.Namespace, model, tools=None):
 
 def serve_tools():
     """Parley's own tools, with a timer tool that explains it cannot ring here; MCP
-    servers' tools join them (`start_mcp`)."""
+    servers' tools join them (`running_mcp`)."""
     tools = builtin_tools()
     tools.register(timers_unavailable(NO_TIMERS))
     return tools
@@ -82,17 +82,13 @@ def run_serve(args: argparse.Namespace) -> int:
     # MCP servers start while the models load. No one can be asked to confirm a change
     # here: only the tools their config trusts run.
     tools = serve_tools()
-    mcp = start_mcp(args, tools, lambda line: print(f"parley: {line}", file=sys.stderr,
+    with running_mcp(args, tools, lambda line: print(f"parley: {line}", file=sys.stderr,
                                                      flush=True),
-                    confirm=no_one_to_ask(SERVE_CANNOT_ASK))
-    console.print("· Loading the language and speech models…", style="dim")
-    try:
+                     confirm=no_one_to_ask(SERVE_CANNOT_ASK)):
+        console.print("· Loading the language and speech models…", style="dim")
         model = load_model(args)
         create = conversation_factory(args, model, tools)
         return _serve(args, console, address, model, create)
-    finally:
-        if mcp is not None:
-            mcp.close()
 
 
 def _serve(args: argparse.Namespace, console: Console, address, model, create) -> int:

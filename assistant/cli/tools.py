@@ -18,28 +18,22 @@ from assistant.mcp_client.tools import McpTools
 from assistant.tools import ToolRegistry
 
 
-def start_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable[[str], None],
-              confirm: Confirm | None = None) -> McpTools | None:
-    """Start the configured servers in the background (None if there are none): their
-    tools join `registry` as each is ready, and a reply never waits for them."""
-    servers = configured_servers(args)
-    if not servers:
-        return None
-    tools = McpTools(servers, registry, warn, confirm, server_stderr=args.debug)
-    tools.start()
-    return tools
-
-
 @contextmanager
 def running_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable[[str], None],
                 confirm: Confirm | None = None) -> Iterator[McpTools | None]:
-    """`start_mcp`, with the servers stopped at the end, however it comes."""
-    tools = start_mcp(args, registry, warn, confirm)
+    """The configured servers, started in the background (None if there are none): their
+    tools join `registry` as each is ready, and a reply never waits for them. They are
+    stopped at the end, however it comes."""
+    servers = configured_servers(args)
+    if not servers:
+        yield None
+        return
+    tools = McpTools(servers, registry, warn, confirm, server_stderr=args.debug)
+    tools.start()
     try:
         yield tools
     finally:
-        if tools is not None:
-            tools.close()
+        tools.close()
 
 
 def describe_servers(tools: McpTools) -> list[str]:
@@ -82,32 +76,31 @@ def run_tools(args: argparse.Namespace) -> int:
     timers = Timers()
     registry = conversation_tools(timers)
     # The user's own command is the yes a tool that asks first would need.
-    mcp = start_mcp(args, registry, lambda line: notes.print(f"! {line}", style="bold red"),
-                    confirm=lambda _: YES)
     try:
-        if mcp is not None:
-            count = len(mcp.servers)
-            notes.print(f"· Starting {count} MCP server{'s' if count != 1 else ''}…",
-                        style="dim")
-            mcp.wait_started()
-        if not words:
-            for line in tool_lines(registry):
-                console.print(line)
-            for line in describe_servers(mcp) if mcp is not None else []:
-                console.print(f"· {line}", style="dim")
-            if mcp is None:
-                console.print("· No MCP servers are configured (--mcp FILE, or "
-                              "[mcp-servers.NAME] in the config file).", style="dim")
-            return 0
-        name = _tool_name(words[1], registry, mcp)
-        console.print(f"· {registry.label(name, arguments)}…", style="dim")
-        output = registry.call(name, arguments)
-        console.print(output.text)
-        return 1 if output.is_error else 0
+        with running_mcp(args, registry,
+                         lambda line: notes.print(f"! {line}", style="bold red"),
+                         confirm=lambda _: YES) as mcp:
+            if mcp is not None:
+                count = len(mcp.servers)
+                notes.print(f"· Starting {count} MCP server{'s' if count != 1 else ''}…",
+                            style="dim")
+                mcp.wait_started()
+            if not words:
+                for line in tool_lines(registry):
+                    console.print(line)
+                for line in describe_servers(mcp) if mcp is not None else []:
+                    console.print(f"· {line}", style="dim")
+                if mcp is None:
+                    console.print("· No MCP servers are configured (--mcp FILE, or "
+                                  "[mcp-servers.NAME] in the config file).", style="dim")
+                return 0
+            name = _tool_name(words[1], registry, mcp)
+            console.print(f"· {registry.label(name, arguments)}…", style="dim")
+            output = registry.call(name, arguments)
+            console.print(output.text)
+            return 1 if output.is_error else 0
     finally:
         timers.close()
-        if mcp is not None:
-            mcp.close()
 
 
 def _arguments(text: str) -> dict:

@@ -24,7 +24,7 @@ from assistant.cli.engines import (
 from assistant.cli.render import VoiceScreen
 from assistant.cli.saved import announce, close_saved
 from assistant.cli.terminal import read_line
-from assistant.cli.tools import start_mcp
+from assistant.cli.tools import running_mcp
 from assistant.timers import Timers
 from assistant.tools import ToolRegistry
 from audio.errors import AudioError
@@ -55,12 +55,9 @@ def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
     timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
     tools = conversation_tools(timers)
     # MCP servers start while the models load; a failure is a line on the terminal.
-    mcp = start_mcp(args, tools, lambda line: console.print(f"! {line}", style="bold red"))
-    try:
+    with running_mcp(args, tools, lambda line: console.print(f"! {line}", style="bold red")
+                     ) as mcp:
         return _run_voice(args, push_to_talk, console, timers, rings, tools, mcp)
-    finally:
-        if mcp is not None:
-            mcp.close()
 
 
 def _run_voice(args: argparse.Namespace, push_to_talk: bool, console: Console,
