@@ -158,8 +158,10 @@ class McpTools:
 
     def _tools_changed(self, server: str, tools: list[Any] | None) -> None:
         self._offer(server, tools)
-        not_found = self._configs[server].names_not_found({t.name for t in tools or []})
-        if tools is not None and not_found:
+        if tools is None:
+            return
+        not_found = self._configs[server].names_not_found({t.name for t in tools})
+        if not_found:
             self._warn(f"MCP server {server!r} has no tool named in {'; '.join(not_found)} "
                        f"(its tools: {', '.join(sorted(t.name for t in tools)) or 'none'}); "
                        "check the names in its settings.")
