@@ -221,6 +221,9 @@ class TurnJudged(_Event):
     """The model's probability that the turn was over."""
     finished: bool
     """The turn ended there; otherwise Parley waited for more."""
+    words: str | None = None
+    """Why the words heard so far could not end the turn though the voice sounded
+    finished ("ends on “for”"); then Parley waited. None otherwise."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from audio.speech_events import (
     TurnChecked,
     Utterance,
 )
-from audio.turn_policy import TurnPolicy
+from audio.turn_policy import TurnPolicy, WordsCheck
 from audio.vad import VAD_FRAME_MS, VAD_SAMPLE_RATES
 
 __all__ = ["Segmenter", "SegmenterSettings", "SegmenterEvent", "SpeechStarted", "SpeechPaused",
@@ -169,6 +169,7 @@ class Segmenter:
         self._start_speech = max(1, s.frames(s.start_speech_ms))
         self._max = s.max_frames
         self._seen = 0
+        self._words: WordsCheck | None = None
         self.reset()
 
     # -- public ---------------------------------------------------------------------------
@@ -192,8 +193,11 @@ class Segmenter:
         """Samples fed since construction; `reset()` does not rewind this clock."""
         return self._seen
 
-    def feed(self, pcm: np.ndarray) -> list[SegmenterEvent]:
+    def feed(self, pcm: np.ndarray, words: WordsCheck | None = None) -> list[SegmenterEvent]:
+        """Segment `pcm`; at a pause the turn model judges finished, `words` (if given) may
+        still keep the turn open (`audio.turn_policy`)."""
         pcm = require_mono_int16(pcm, "the segmenter")
+        self._words = words
         self._seen += len(pcm)
         data = np.concatenate((self._pending, pcm))  # a copy: callers may reuse their buffer
         whole = len(data) - len(data) % self._n
@@ -312,7 +316,9 @@ class Segmenter:
             return False
         pcm = _read_only(np.concatenate(self._frames))
         self._frames = [pcm]
-        checked = turn.check(pcm, end, self._speech_end, self.settings.sample_rate)
+        speech_pcm = pcm[: self._speech_end - self._start]
+        checked = turn.check(pcm, end, self._speech_end, self.settings.sample_rate, speech_pcm,
+                             self._words)
         if checked is None:
             return False
         self._turn_score = checked.score

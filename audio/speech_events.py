@@ -107,9 +107,13 @@ class TurnChecked:
     """The model's probability that the turn is over."""
 
     finished: bool
-    """At or above the threshold: the turn ends here."""
+    """At or above the threshold, and the words could end a request: the turn ends here."""
 
     sample_rate: int = 16000
+
+    words: str | None = None
+    """Why the words said so far cannot end the turn, though the voice sounded finished
+    ("ends on “for”"); None when they can, or were not asked."""
 
     @property
     def silence_ms(self) -> float:

@@ -9,6 +9,13 @@ turn model (Smart Turn, `models.smart_turn`) is asked whether the user has finis
 - below it the user is given time: the turn ends at `max_silence_ms` of silence, unless
   they go on (then the next pause is judged afresh).
 
+The words said so far have the last say over a "finished": given a `WordsCheck`, the
+policy asks it why the speech up to the pause cannot end a request ("ends on “for”"), and a reason
+keeps the turn open until `max_silence_ms`. The voice loop answers from the pause's
+transcript, which it needs for the reply anyway, so this costs no extra transcription;
+the feed waits for it (a microphone's audio queues meanwhile), so the decision stays a
+function of the audio: the same recording gives the same turns however fast it is fed.
+
 Asked again later in the same pause, the model was no help: on a speech with a one-second
 pause after "ask not", 0.24 at 210 ms rose to 0.80 at 450 ms, and inside other sentences it
 swung between 0.1 and 0.7, so the second opinion would split sentences it had held whole.
@@ -57,9 +64,14 @@ class TurnSettings:
                              f"({self.max_silence_ms})")
 
 
+WordsCheck = Callable[[np.ndarray, int], "str | None"]
+"""Given the speech up to a pause and the sample it ended at: why its words cannot end the
+turn ("ends on “for”"), or None if they can."""
+
+
 class TurnPolicy:
-    """Asks the model and says what its answer means; the segmenter counts the pause in
-    whole frames and asks at `check_ms`."""
+    """Asks the model (and the words) and says what the answer means; the segmenter counts
+    the pause in whole frames and asks at `check_ms`."""
 
     def __init__(self, score: Callable[[np.ndarray], float],
                  settings: TurnSettings = TurnSettings(), on_failure:
@@ -72,8 +84,11 @@ class TurnPolicy:
         """The model raised once: from then on the fixed silence decides."""
 
     def check(self, pcm: np.ndarray, sample: int, speech_end_sample: int,
-              sample_rate: int) -> TurnChecked | None:
-        """Ask the model about the turn in `pcm`; None if it failed (then never again)."""
+              sample_rate: int, speech_pcm: np.ndarray | None = None,
+              words: WordsCheck | None = None) -> TurnChecked | None:
+        """Ask the model about the turn in `pcm` (and, if it says finished, `words` about
+        `speech_pcm`, the same turn without the pause); None if the model failed (then
+        never again)."""
         try:
             score = float(self.score(pcm))
         except Exception as error:  # a broken model must not end the conversation
@@ -83,5 +98,9 @@ class TurnPolicy:
             return None
         if not math.isfinite(score):
             score = 0.0
-        return TurnChecked(sample, speech_end_sample, round(score, 4),
-                           score >= self.settings.threshold, sample_rate)
+        finished, open_words = score >= self.settings.threshold, None
+        if finished and words is not None:
+            open_words = words(pcm if speech_pcm is None else speech_pcm, speech_end_sample)
+            finished = open_words is None
+        return TurnChecked(sample, speech_end_sample, round(score, 4), finished, sample_rate,
+                           open_words)

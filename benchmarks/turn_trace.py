@@ -64,10 +64,10 @@ class LoopTrace:
             self.fed += len(pcm)
             feed_audio(pcm)
 
-        def traced_feed(pcm: np.ndarray):
+        def traced_feed(pcm: np.ndarray, words=None):
             self.chunks.append(Chunk(segmenter.samples_seen, self._position, len(pcm),
                                      time.monotonic()))
-            events = feed(pcm)
+            events = feed(pcm, words)
             # A turn starts when its last audio came (the turn model's time is part of
             # the user's wait), so its end is dated from the feed, not after it.
             self._note(events, self.chunks[-1].fed_at)

@@ -125,6 +125,40 @@ def test_a_lower_threshold_ends_a_turn_a_higher_one_waits():
     assert patient[-1].end_sample == 120 * F
 
 
+def test_words_that_cannot_end_a_request_keep_a_finished_sounding_turn_open():
+    """"Set a timer for…" sounds finished to the turn model; its words do not end a
+    request, so the turn waits for the longest silence, and the user who goes on is heard
+    in the same utterance."""
+    asked: list[tuple[int, int]] = []
+
+    def words(speech_pcm: np.ndarray, speech_end: int) -> str | None:
+        asked.append((len(speech_pcm), speech_end))
+        return "ends on “for”" if len(asked) == 1 else None
+
+    audio = audio_of((False, 40), (True, 30), (False, 30), (True, 20), (False, 60))
+    events = segmenter(ScriptedTurnModel(0.95, 0.97)).feed(audio, words)
+
+    checks = [e for e in events if isinstance(e, TurnChecked)]
+    assert [(c.finished, c.words) for c in checks] == [(False, "ends on “for”"), (True, None)]
+    (utterance,) = [e for e in events if isinstance(e, Utterance)]
+    assert (utterance.start_sample, utterance.speech_end_sample) == (30 * F, 120 * F)
+    # The words were asked about the speech up to each pause, without the pause.
+    assert asked == [((70 - 30) * F, 70 * F), ((120 - 30) * F, 120 * F)]
+
+
+def test_open_words_alone_wait_for_the_longest_silence():
+    events = segmenter(ScriptedTurnModel(0.99)).feed(
+        audio_of((False, 40), (True, 30), (False, 80)), lambda pcm, end: "trails off")
+    assert events[-1].end_sample == (70 + 50) * F
+
+
+def test_words_are_not_asked_when_the_voice_sounds_unfinished():
+    asked: list[int] = []
+    segmenter(ScriptedTurnModel(0.2)).feed(audio_of((False, 40), (True, 30), (False, 80)),
+                                           lambda pcm, end: asked.append(end))
+    assert asked == []
+
+
 def test_a_failing_model_is_reported_once_and_the_fixed_silence_takes_over():
     failures: list[str] = []
 

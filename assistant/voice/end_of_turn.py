@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,12 +23,18 @@ from assistant.events import TurnJudged
 from assistant.voice.speculation import Speculation
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
+from assistant.voice.turn_words import unfinished_because
 from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.playback import AudioOutput
 from audio.segmenter import SpeechPaused, TurnChecked, Utterance
+from models.errors import EngineError
 from models.speech import SpeechToText, Transcript
 
 log = logging.getLogger(__name__)
+
+WORDS_WAIT_S = 5.0
+"""The longest the turn's end waits for the words of a pause (a machine so busy that the
+transcript takes longer: the turn model alone decides)."""
 
 
 @dataclass(frozen=True)
@@ -63,11 +70,32 @@ class EndOfTurn:
         self._judged: list[TurnChecked] = []
         """What the turn model said at this utterance's pauses, for its turn's record."""
         self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
+        self._at_pause: tuple[int, Future] | None = None
+        """The transcript of the speech up to the last pause (where it ended): asked for
+        by the words check or the pause, whichever came first, made once."""
+
+    def words_open(self, speech_pcm: np.ndarray, speech_end_sample: int) -> str | None:
+        """Why the words said up to this pause cannot end the turn ("ends on “for”"), or
+        None: the turn model's "finished" stands (`audio.turn_policy.WordsCheck`). Waits for
+        the pause's transcript, which the reply needs anyway."""
+        future = self._transcript_at(speech_end_sample, speech_pcm)
+        try:
+            transcript, _ = future.result(timeout=WORDS_WAIT_S)
+        except (FutureTimeout, CancelledError, EngineError):
+            return None
+        return unfinished_because(transcript.text)
+
+    def _transcript_at(self, sample: int, pcm: np.ndarray) -> Future:
+        if self._at_pause is not None and self._at_pause[0] == sample:
+            return self._at_pause[1]
+        future = self._stt.submit(self._transcribe, pcm)
+        self._at_pause = (sample, future)
+        return future
 
     def paused(self, event: SpeechPaused) -> None:
         """Transcribe what was said up to this pause, and start answering it, while the
         end-of-speech wait decides whether the user has finished."""
-        future = self._stt.submit(self._transcribe, event.pcm)
+        future = self._transcript_at(event.sample, event.pcm)
         speculation = None
         if self.settings.speculative_reply and not self.closing:
             speculation = Speculation(event.sample, future,
@@ -122,8 +150,8 @@ class EndOfTurn:
 
     @staticmethod
     def _judged_events(judged: list[TurnChecked]) -> list[TurnJudged]:
-        return [TurnJudged(round(checked.silence_ms), checked.score, checked.finished)
-                for checked in judged]
+        return [TurnJudged(round(checked.silence_ms), checked.score, checked.finished,
+                           checked.words) for checked in judged]
 
     def close(self) -> None:
         """No more turns: a reply answered ahead is dropped, none starts."""

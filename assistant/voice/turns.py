@@ -26,6 +26,9 @@ class VoiceSettings:
     """After playback ends the microphone is ignored this much longer (room echo)."""
     speculative_stt: bool = True
     """Start transcribing at the first pause, during the end-of-speech wait."""
+    turn_words: bool = True
+    """At a pause the turn model calls finished, the words heard so far may keep the turn
+    open ("Set a timer for…"): the pause's transcript is waited for before the turn ends."""
     speculative_reply: bool = True
     """Start the reply too as soon as that transcript is ready, held back until the wait
     ends with no more speech (then it plays at once) and dropped if the user goes on."""
