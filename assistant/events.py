@@ -247,6 +247,17 @@ class Interrupted(_Event):
 
 
 @dataclass(frozen=True)
+class TurnContinued(_Event):
+    """Voice: the user went on talking in the first moments of the reply, so their turn
+    had not ended: the reply stopped and was taken back, and what they said before and
+    after the pause is heard and answered as one message (in the next turn's record)."""
+
+    event_type: ClassVar[str] = "turn-continued"
+    spoken_seconds: float
+    """How much of the reply had played (0: none; the user heard nothing of it)."""
+
+
+@dataclass(frozen=True)
 class Wake(_Event):
     """Voice with a wake word: it was heard; what follows is listened to."""
 
@@ -298,11 +309,11 @@ class ConfirmationAnswered(_Event):
 
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | SummaryCancelled | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyCut
-         | ReplyDone | Error | Heard | TurnJudged | Spoken | Interrupted | Wake | TimerFinished
-         | ConfirmationAsked | ConfirmationAnswered)
+         | ReplyDone | Error | Heard | TurnJudged | Spoken | Interrupted | TurnContinued | Wake
+         | TimerFinished | ConfirmationAsked | ConfirmationAnswered)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
     ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyCut, ReplyDone, Error,
-    Heard, TurnJudged, Spoken, Interrupted, Wake, TimerFinished, ConfirmationAsked,
-    ConfirmationAnswered)
+    Heard, TurnJudged, Spoken, Interrupted, TurnContinued, Wake, TimerFinished,
+    ConfirmationAsked, ConfirmationAnswered)
 """Every event, in the order docs/events.md documents them."""

@@ -40,3 +40,11 @@ def require_mono_int16(pcm: np.ndarray, who: str) -> np.ndarray:
     if pcm.dtype != np.int16:
         raise TypeError(f"{who} takes int16 PCM, got {pcm.dtype}; see audio.pcm.to_int16")
     return pcm
+
+
+def level_dbfs(pcm: np.ndarray) -> float:
+    """The loudness of int16 `pcm` (RMS) in dB below full scale; -inf for silence."""
+    if not len(pcm):
+        return float("-inf")
+    mean_square = float(np.mean(np.square(pcm, dtype=np.float64)))
+    return 10 * np.log10(mean_square / FULL_SCALE ** 2) if mean_square else float("-inf")

@@ -269,7 +269,8 @@ def test_a_timer_going_off_during_the_question_rings_after_the_reply():
 
 def test_a_spoken_request_answered_ahead_asks_once_it_is_committed():
     room = NotesRoom(DELETE, "Deleted.")
-    room.say(np.concatenate([silence(0.3), speechlike(1.0, ASK), silence(1.5)]))
+    # The tool asks once the user can no longer go on with their turn (its first moments).
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, ASK), silence(2.5)]))
     room.wait_for_the_question()
     room.say(np.concatenate([clip(0.6, YES), silence(1.5)]))
     room.finish()

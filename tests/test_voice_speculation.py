@@ -11,6 +11,7 @@ from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
+from assistant.voice.speculation import Speculation
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
@@ -137,7 +138,8 @@ def test_a_timer_asked_for_ahead_is_set_once_the_turn_is_confirmed():
     room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.3)]))
     wait_for_a_held_tool_call(room, "the timer tool called ahead")
     assert room.timers.running() == []  # not until the user has finished
-    room.say(silence(1.0))
+    # Nor while they may still go on with their turn: the reply's first moments.
+    room.say(silence(2.0))
     [timer] = room.finish()
     assert timer.seconds == 600
     assert room.loop.records[0].reply == "Your 10 minute timer is set."
@@ -147,14 +149,16 @@ def replay_results(tmp_path, monkeypatch, speculative_reply: bool, fast: bool
                    ) -> tuple[dict, int]:
     """The replay's document without what differs from run to run (when things happened),
     and how many replies answered ahead became the turn's."""
-    adopted: list = []
-    adopt = Conversation.adopt
+    committed: list = []
+    commit = Speculation.commit
 
-    def counting_adopt(self, twin, forked_from):  # only a committed speculation is adopted
-        adopted.append(twin)
-        return adopt(self, twin, forked_from)
+    def counting_commit(self, *args, **kwargs):  # a reply answered ahead became the turn's
+        done = commit(self, *args, **kwargs)
+        if done:
+            committed.append(self)
+        return done
 
-    monkeypatch.setattr(Conversation, "adopt", counting_adopt)
+    monkeypatch.setattr(Speculation, "commit", counting_commit)
     model = ScriptedChatModel()
     model.enqueue("Hi! How can I help?",
                   '<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}'
@@ -173,7 +177,7 @@ def replay_results(tmp_path, monkeypatch, speculative_reply: bool, fast: bool
         turn["input"] = turn["input"].get("text") or "audio"
         for event in turn["events"]:
             event.pop("ms")
-    return report, len(adopted)
+    return report, len(committed)
 
 
 @pytest.mark.parametrize("fast", [True, False])

@@ -23,6 +23,7 @@ from assistant.events import (
     TimerFinished,
     ToolCall,
     ToolResult,
+    TurnContinued,
     Wake,
 )
 
@@ -80,6 +81,8 @@ class VoiceScreen(ChatRenderer):
                 out.print(f"· (heard no words: {event.rejected})", style="dim")
         elif isinstance(event, Interrupted):
             out.print(f"\n· Stopped after {event.spoken_seconds:.1f} s of speech.", style="dim")
+        elif isinstance(event, TurnContinued):
+            out.print("\n· You went on: listening to the rest.", style="dim")
         elif isinstance(event, Wake):
             out.print("· Listening…", style="dim")
         elif isinstance(event, ConfirmationAsked):

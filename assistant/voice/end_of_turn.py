@@ -6,6 +6,10 @@ of the conversation, held back until the end-of-speech wait decides
 (`assistant.voice.speculation`). The utterance that ends the wait at that pause commits it;
 speech that resumes drops it, and the utterance is then transcribed and answered the
 ordinary way.
+
+A turn can also go on after it ended: speech that starts in its reply's first moments
+(`ReplyWorker.can_continue`) stops that reply and takes it back, and the new utterance is
+heard together with the turn's earlier speech, as one message (`started`).
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.playback import AudioOutput
 from audio.segmenter import SpeechPaused, TurnChecked, Utterance
 from models.errors import EngineError
-from models.speech import SpeechToText, Transcript
+from models.speech import STT_SAMPLE_RATE, SpeechToText, Transcript
 
 log = logging.getLogger(__name__)
 
+JOIN_GAP_S = 0.3
+"""Silence put between a turn's speech and what the user went on to say, when the two are
+transcribed as one (Whisper hears a fragment cut from its sentence worse)."""
 WORDS_WAIT_S = 5.0
 """The longest the turn's end waits for the words of a pause (a machine so busy that the
 transcript takes longer: the turn model alone decides)."""
@@ -54,7 +61,9 @@ class EndOfTurn:
 
     def __init__(self, settings: VoiceSettings, stt: SpeechToText, log: TurnLog,
                  turns: TurnQueue, output: AudioOutput, lock: threading.RLock,
-                 clean: Callable[[str], str]) -> None:
+                 clean: Callable[[str], str],
+                 can_continue: Callable[[TurnRecord], bool] = lambda record: False,
+                 continue_turn: Callable[[TurnRecord], bool] = lambda record: False) -> None:
         self.settings = settings
         self.stt = stt
         self.log = log
@@ -70,6 +79,15 @@ class EndOfTurn:
         self._judged: list[TurnChecked] = []
         """What the turn model said at this utterance's pauses, for its turn's record."""
         self._stt = ThreadPoolExecutor(1, thread_name_prefix="stt")
+        self.can_continue = can_continue
+        """Whether speech starting now would continue this turn (its reply is young)."""
+        self.continue_turn = continue_turn
+        """Stops and takes back this turn's reply; False if it is too late."""
+        self._open: tuple[TurnRecord, np.ndarray] | None = None
+        """The last heard turn and its speech, while the user may still go on with it."""
+        self._earlier: np.ndarray | None = None
+        """The speech of the turn the user is going on with: heard before what they say
+        now, as one message."""
         self._at_pause: tuple[int, Future] | None = None
         """The transcript of the speech up to the last pause (where it ended): asked for
         by the words check or the pause, whichever came first, made once."""
@@ -88,7 +106,7 @@ class EndOfTurn:
     def _transcript_at(self, sample: int, pcm: np.ndarray) -> Future:
         if self._at_pause is not None and self._at_pause[0] == sample:
             return self._at_pause[1]
-        future = self._stt.submit(self._transcribe, pcm)
+        future = self._stt.submit(self._transcribe, self._joined(pcm))
         self._at_pause = (sample, future)
         return future
 
@@ -104,9 +122,38 @@ class EndOfTurn:
         if speculation is not None:
             self.turns.put(SpeculativeTurn(speculation))
 
-    def started(self) -> None:
-        """A new utterance began: what the turn model said belonged to the last one."""
+    def started(self) -> bool:
+        """A new utterance began: what the turn model said belonged to the last one. True
+        if it continues the last turn, whose reply was in its first moments: that reply
+        stops and is taken back, and this speech is heard after the turn's own."""
         self._judged = []
+        open_turn, self._open = self._open, None
+        if open_turn is None or self.closing or not self.continue_turn(open_turn[0]):
+            return False
+        self._earlier = open_turn[1]
+        return True
+
+    @property
+    def may_continue(self) -> bool:
+        """Speech starting now would continue the last turn (the microphone must hear
+        it, even while Parley speaks)."""
+        open_turn = self._open
+        return open_turn is not None and self.can_continue(open_turn[0])
+
+    def speech_dropped(self) -> None:
+        """What began after a turn's reply was taken back proved too short to be speech (a
+        cough): the turn is heard as it was, and answered anew."""
+        earlier, self._earlier = self._earlier, None
+        if earlier is None or self.closing:
+            return
+        record = self.log.new("audio")
+        self.turns.put(HeardTurn(record, self._stt.submit(self._transcribe, earlier), False))
+        self._opened(record, earlier, False)
+
+    @property
+    def continuing(self) -> bool:
+        """A turn whose reply was taken back waits for the rest of what the user says."""
+        return self._earlier is not None
 
     def judged(self, checked: TurnChecked) -> None:
         """The turn model was asked at a pause; its word goes into the turn's record."""
@@ -127,21 +174,37 @@ class EndOfTurn:
         started = self.log.clock() if heard_at is None else heard_at
         pending, self._pending = self._pending, None
         judged, self._judged = self._judged, []
+        speech = self._joined(utterance.speech_pcm)
+        self._earlier = None
         speculation = pending.speculation if pending is not None else None
         if pending is not None and pending.sample == utterance.speech_end_sample:
             future = pending.transcript  # no speech since the pause: its transcript stands
             if speculation is not None and not utterance.cut:
                 if self._commit(speculation, utterance, judged, started):
+                    self._opened(speculation.record, speech, utterance.cut)
                     return  # the reply under way is this turn's
                 speculation = None
         else:
-            future = self._stt.submit(self._transcribe, utterance.speech_pcm)
+            future = self._stt.submit(self._transcribe, speech)
         if speculation is not None:
             speculation.drop()
         record = self.log.new("audio", started)
         self.log.time_utterance(record, utterance)
         self._show_judged(record, judged)
         self.turns.put(HeardTurn(record, future, utterance.cut))
+        self._opened(record, speech, utterance.cut)
+
+    def _opened(self, record: TurnRecord, speech: np.ndarray, cut: bool) -> None:
+        """`record`'s turn ended with `speech`; the user may yet go on with it."""
+        hands_free = self.settings.continue_turns and not self.settings.push_to_talk
+        self._open = (record, speech) if hands_free and not cut else None
+
+    def _joined(self, pcm: np.ndarray) -> np.ndarray:
+        """`pcm` after the speech of the turn it continues, if any."""
+        if self._earlier is None:
+            return pcm
+        gap = np.zeros(round(JOIN_GAP_S * STT_SAMPLE_RATE), dtype=np.int16)
+        return np.concatenate([self._earlier, gap, pcm])
 
     def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:
         show = self.log.show_in(record)
@@ -156,6 +219,7 @@ class EndOfTurn:
     def close(self) -> None:
         """No more turns: a reply answered ahead is dropped, none starts."""
         self.closing = True
+        self._open = None
         self.forget_pause()
 
     def shutdown(self) -> None:

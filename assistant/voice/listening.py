@@ -25,6 +25,7 @@ import numpy as np
 from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.chime import wake_chime
+from audio.echo_probe import EchoProbe, Verdict
 from audio.playback import AudioOutput
 from audio.segmenter import Segmenter, SpeechStarted
 from audio.wakeword import SAMPLE_RATE, WakeWordDetector
@@ -70,12 +71,42 @@ class Listener:
         no wake word is needed ends."""
         self._recent_audio: deque[np.ndarray] = deque()
         self._chime_ends = float("-inf")
+        self.echo_probe = EchoProbe()
+        """Half duplex: whether the microphone hears Parley, judged as each reply starts."""
 
-    def ignoring_microphone(self, speech: SpokenReply | None) -> bool:
+    def hear(self, pcm: np.ndarray, speech: SpokenReply | None, may_continue: bool,
+             in_speech: bool) -> list[np.ndarray] | None:
+        """What of the microphone's `pcm` the segmenter hears now: None while it is
+        ignored, the blocks to hear otherwise (none while the start of a reply is probed
+        for its echo). `may_continue`: the last turn's reply is in its first moments, and
+        speech continues that turn; half duplex then listens through it, unless the
+        microphone hears Parley's own voice (`EchoProbe`)."""
+        if not self.listening:
+            return None
+        probing = (may_continue and not self.settings.barge_in and self.wake_word is None
+                   and self.parley_speaking())
+        if probing:
+            verdict, blocks = self.echo_probe.playing(pcm)
+            if verdict is not Verdict.ECHO:
+                return blocks
+            if self.echo_probe.echo_free is False:
+                log.debug("the microphone hears Parley: not listening while it speaks")
+            return None if self.ignoring_microphone(speech) else [pcm]
+        blocks = [*self.echo_probe.ended(), pcm]  # a reply shorter than the probe: heard
+        if self.ignoring_microphone(speech, may_continue):
+            return None
+        if not in_speech and not self.parley_speaking():
+            self.echo_probe.quiet(pcm)
+        return blocks
+
+    def ignoring_microphone(self, speech: SpokenReply | None,
+                            may_continue: bool = False) -> bool:
         """Parley does not listen to itself (`speech`, the reply being spoken) unless
-        barge-in is on. With a wake word, only the wake word is listened for while Parley
-        speaks: a colleague's voice or the radio must not stop it."""
-        if self.settings.barge_in and self.wake_word is None:
+        barge-in is on, or the reply is in its first moments (`may_continue`), when the
+        user who goes on continues their turn. With a wake word, only the wake word is
+        listened for while Parley speaks: a colleague's voice or the radio must not stop
+        it."""
+        if (self.settings.barge_in or may_continue) and self.wake_word is None:
             return False
         playing = self.parley_speaking()
         # A reply the user stopped is no longer heard.

@@ -89,7 +89,8 @@ class VoiceLoop:
                                    self.turns, self.between_turns, self.listener, segmenter,
                                    keep_audio)
         self.end_of_turn = EndOfTurn(self.settings, stt, self.log, self.turns, output,
-                                     self.replies.lock, self.listener.without_wake_word)
+                                     self.replies.lock, self.listener.without_wake_word,
+                                     self.replies.can_continue, self.replies.continue_turn)
         self._audio_lock = threading.Lock()
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
         self.spoken_confirmation = SpokenConfirmation(self.replies, segmenter)
@@ -130,14 +131,28 @@ class VoiceLoop:
             if pcm is None:
                 return  # asleep: only the wake word is listened for
         with self._audio_lock:
-            if not self.listener.listening or self.listener.ignoring_microphone(self._speech):
-                # Speech the user began before Parley started talking is theirs: keep it.
-                begun = self.segmenter.flush() if self.segmenter.in_speech else None
-                self.segmenter.reset()
-                if begun is not None and self.listener.listening:
-                    self._utterance(begun)
-                self.end_of_turn.forget_pause()
+            heard = self.listener.hear(pcm, self._speech, self._may_continue(),
+                                       self.segmenter.in_speech)
+            if heard is None:
+                self._ignore()
                 return
+        for block in heard:
+            self._hear(block)
+
+    def _ignore(self) -> None:
+        """The microphone is not listened to now (Parley speaks, half duplex)."""
+        # Speech the user began before Parley started talking is theirs: keep it.
+        begun = self.segmenter.flush() if self.segmenter.in_speech else None
+        self.segmenter.reset()
+        if begun is not None and self.listener.listening:
+            self._utterance(begun)
+        elif self.end_of_turn.continuing:
+            self.end_of_turn.speech_dropped()
+        self.end_of_turn.forget_pause()
+
+    def _hear(self, pcm: np.ndarray) -> None:
+        """Audio the segmenter hears, and what it makes of it."""
+        with self._audio_lock:
             seen = self.segmenter.samples_seen
             # When this audio came: a turn it ends began its wait for the reply then, and
             # the turn model's time in feed() is the user's to wait too.
@@ -146,9 +161,10 @@ class VoiceLoop:
             events = self.segmenter.feed(pcm, words)
         for event in events:
             if isinstance(event, SpeechStarted):
-                self.end_of_turn.started()
+                continued = self.end_of_turn.started()
                 self.listener.speech_started_at = self.clock()
-                self._maybe_barge_in(event, seen + len(pcm))
+                if not continued:
+                    self._maybe_barge_in(event, seen + len(pcm))
             elif isinstance(event, SpeechPaused) and self.settings.speculative_stt:
                 self.end_of_turn.paused(event)
             elif isinstance(event, TurnChecked):
@@ -157,6 +173,9 @@ class VoiceLoop:
                 self.end_of_turn.forget_pause()
             elif isinstance(event, Utterance):
                 self._utterance(event, fed_at)
+        if self.end_of_turn.continuing and not self.segmenter.in_speech:
+            with self._audio_lock:  # what began after the reply was taken back was no speech
+                self.end_of_turn.speech_dropped()
 
     def start_listening(self) -> None:
         """Push-to-talk: Enter was pressed; listen from now."""
@@ -267,6 +286,12 @@ class VoiceLoop:
         it waits for the answer to its question, which the microphone must hear."""
         now = self.replies.now
         return now.speech if now is not None and not self.replies.awaiting_answer else None
+
+    def _may_continue(self) -> bool:
+        """The last turn's reply is in its first moments: the user may go on with their
+        turn, and the microphone must hear them even while Parley speaks."""
+        return (self.settings.continue_turns and not self.settings.push_to_talk
+                and self.wake_word is None and self.end_of_turn.may_continue)
 
     def _utterance(self, utterance: Utterance, heard_at: float | None = None) -> None:
         if self.settings.push_to_talk and not utterance.cut:

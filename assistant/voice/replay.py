@@ -326,16 +326,18 @@ def _merge(records: list[TurnRecord]) -> dict:
         return {"heard": "", "reply": "", "events": [], "interrupted": False,
                 "spoken_seconds": 0.0, "timings": {}, "idle": []}
     first = records[0]
+    # A turn the user continued is said again, whole, in the next record.
+    answered = [r for r in records if not r.continued] or records
     events = [dict(event, part=number) if len(records) > 1 else event
               for number, record in enumerate(records) for event in record.events]
     idle = [dict(event, part=number) if len(records) > 1 else event
             for number, record in enumerate(records) for event in record.idle]
     return {
-        "heard": " ".join(r.heard for r in records if r.heard),
-        "reply": " ".join(r.reply for r in records if r.reply),
+        "heard": " ".join(r.heard for r in answered if r.heard),
+        "reply": " ".join(r.reply for r in answered if r.reply),
         "events": events,
         "interrupted": any(r.interrupted for r in records),
         "spoken_seconds": round(sum(r.spoken_seconds for r in records), 2),
-        "timings": dict(next((r.timings for r in records if r.timings), first.timings)),
+        "timings": dict(next((r.timings for r in answered if r.timings), first.timings)),
         "idle": idle,
     }

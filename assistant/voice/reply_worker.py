@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
@@ -29,7 +30,9 @@ from assistant.events import (
     Spoken,
     Stage,
     TextDelta,
+    TurnContinued,
 )
+from assistant.tools import ToolOutput, ToolRefused, ToolRun
 from assistant.voice.alarm import Answer, Ringer
 from assistant.voice.listening import Listener
 from assistant.voice.speculation import Speculation
@@ -46,6 +49,7 @@ from assistant.voice.turn_queue import (
 )
 from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
+    FIRST_MOMENTS_S,
     TurnRecord,
     VoiceSettings,
     first_samples,
@@ -58,6 +62,8 @@ from models.errors import EngineError
 from models.speech import TextToSpeech, Transcript
 
 log = logging.getLogger(__name__)
+
+SETTLE_POLL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,59 @@ class ReplyWorker:
                 self.now.cancel.cancel()
                 self.now.speech.stop()
 
+    # -- a turn the user goes on with --------------------------------------------------------
+
+    def can_continue(self, record: TurnRecord) -> bool:
+        """Whether speech that starts now continues `record`'s turn: its reply has not
+        played yet, or is in its first moments (its first sentence, and at least
+        `FIRST_MOMENTS_S` after its first audio)."""
+        with self.lock:
+            if (record.continued or record.spoken or record.changed or self.awaiting_answer
+                    or record.finished.is_set()):
+                return False
+            now = self.now
+            if now is None or now.record is not record:
+                return True  # waiting, being transcribed, or not yet current
+            first = now.speech.first_audio_at
+            if first is None:
+                return True
+            sentences = now.speech.sentences
+            moments = max(FIRST_MOMENTS_S, sentences[0].seconds if sentences else 0.0)
+            return self.log.clock() - first < moments
+
+    def continue_turn(self, record: TurnRecord) -> bool:
+        """The user went on talking: stop `record`'s reply and take it back, so their whole
+        turn is answered as one message. False if it is too late (the reply was heard)."""
+        with self.lock:
+            if not self.can_continue(record):
+                return False
+            record.continued = True
+            if self.now is not None and self.now.record is record:
+                self.now.cancel.cancel()
+                self.now.speech.stop()
+        log.debug("the user went on: the turn heard as %r continues", record.heard)
+        return True
+
+    def until_settled(self, record: TurnRecord, run: ToolRun) -> ToolRun:
+        """A tool that changes something (a timer) runs once the turn can no longer be
+        continued (`FIRST_MOMENTS_S` after it ended), so a turn taken back changed
+        nothing."""
+        if not self.settings.continue_turns or self.settings.push_to_talk:
+            return run
+
+        def settled(arguments: dict) -> ToolOutput | str:
+            while (not record.continued and not self.closing
+                   and self.log.clock() < record.started + FIRST_MOMENTS_S):
+                time.sleep(SETTLE_POLL_S)
+            with self.lock:
+                if not record.continued:
+                    record.changed = True
+            if record.continued:
+                raise ToolRefused("the user went on talking")
+            return run(arguments)
+
+        return settled
+
     # -- one turn ----------------------------------------------------------------------------
 
     def answer_heard(self, turn: HeardTurn) -> None:
@@ -155,6 +214,9 @@ class ReplyWorker:
         record = turn.record
         if record.started < self.interrupted_at:
             return  # the user stopped Parley after this was said
+        if record.continued:
+            self._taken_back(record)
+            return
         try:
             transcript, heard_at = turn.transcript.result()
         except EngineError as exc:
@@ -167,7 +229,18 @@ class ReplyWorker:
                   transcript.rejected or "words")
         if not transcript.text or record.started < self.interrupted_at:
             return
-        self._answer(record, transcript.text, self.conversation)
+        if record.continued:
+            self._taken_back(record)
+            return
+        conversation = self.conversation
+        forked_from = conversation.history.messages
+        # Its tools that change something wait until the turn cannot be continued.
+        scratch = conversation.fork(conversation.tools.guarded(
+            lambda run: self.until_settled(record, run)))
+        conversation.confirm_fork(scratch)
+        self._answer(record, transcript.text, scratch)
+        if not conversation.adopt(scratch, forked_from):
+            log.debug("the conversation changed during a reply; it was not kept")
 
     def answer_typed(self, turn: TypedTurn) -> None:
         if turn.record.started < self.interrupted_at:
@@ -180,6 +253,9 @@ class ReplyWorker:
         record = speculation.record
         if speculation.decided and not speculation.committed:
             return  # the user went on talking before it began
+        if record.continued:
+            self._taken_back(record)
+            return
         try:
             transcript, heard_at = speculation.transcript.result()
         except (CancelledError, EngineError):
@@ -191,7 +267,8 @@ class ReplyWorker:
             return
         conversation = self.conversation
         forked_from = conversation.history.messages
-        scratch = conversation.fork(conversation.tools.guarded(speculation.guard))
+        scratch = conversation.fork(conversation.tools.guarded(
+            lambda run: speculation.guard(self.until_settled(record, run))))
         # Confirmed, it is the conversation's reply: what it says is kept from then on,
         # not only once it is done and adopted (a saved conversation writes it at once).
         speculation.when_committed(lambda: conversation.confirm_fork(scratch))
@@ -204,6 +281,12 @@ class ReplyWorker:
         if speculation.committed and not conversation.adopt(scratch, forked_from):
             log.debug("the conversation changed during a speculative reply; it was not kept")
 
+    def _taken_back(self, record: TurnRecord) -> None:
+        """The user went on before this turn's reply began: nothing of it was said."""
+        with self.lock:
+            record.spoken = True
+        self.log.emit(record, TurnContinued(0.0))
+
     def show_heard(self, record: TurnRecord, transcript: Transcript, heard_at: float,
                    cut: bool) -> None:
         """The transcript is ready: time it and show what was heard."""
@@ -215,9 +298,12 @@ class ReplyWorker:
                 speculation: Speculation | None = None) -> None:
         """Reply to `text` in `conversation` (a scratch copy, for a speculation), aloud."""
         record.heard = text
+        first_seq = conversation.history.next_seq
         self.speak(record, lambda on_event, cancel: conversation.reply(
             text, on_event, cancel, self.settings.first_clause_words),
                    speculation=speculation, conversation=conversation)
+        if record.continued:  # taken back: the whole turn is answered in the next one
+            conversation.history.remove_from(first_seq)
 
     # -- speaking ----------------------------------------------------------------------------
 
@@ -280,6 +366,7 @@ class ReplyWorker:
             speech.close()  # the speaking worker must never wait for sentences forever
             with self.lock:
                 self.now = None
+                record.spoken = True
             self.listener.reply_ended(record, speech,
                                       played=speculation is None or speculation.committed)
         self._finish(record, done, speech, conversation or self.conversation)
@@ -295,6 +382,9 @@ class ReplyWorker:
         if speech.stopped and record.audio:  # keep only the audio that was actually heard
             record.audio = first_samples(record.audio,
                                           round(speech.spoken_seconds * self.tts.sample_rate))
+        if record.continued:
+            self.log.emit(record, TurnContinued(record.spoken_seconds))
+            return
         if speech.stopped and done is not None and done.text and record.source != "timer":
             heard = speech.heard_text()
             conversation.note_heard(heard)

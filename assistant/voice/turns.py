@@ -11,6 +11,9 @@ from assistant.events import Event, Spoken
 
 FIRST_AUDIO_WAIT_S = 3.0
 """At most this long the model waits for the first sentence's audio."""
+FIRST_MOMENTS_S = 1.5
+"""A reply's first moments: speech from the user until its first sentence has played, and
+for at least this long after its first audio, continues their turn."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class VoiceSettings:
     """Silence between announcements, listening for the user."""
     follow_up_s: float = 6.0
     """With a wake word: after a reply, the next request needs no wake word this long."""
+    continue_turns: bool = True
+    """Speech in a reply's first moments (`FIRST_MOMENTS_S`) continues the user's turn: the
+    reply stops and is taken back, and what was said before and after the pause is one
+    message, answered anew. Hands-free only (push-to-talk's Enter ends a turn for sure)."""
     first_audio_first: bool = True
     """Pause the model while the first sentence is synthesized: on a small machine the two
     compete for the same cores, and the user waits for that first audio."""
@@ -70,6 +77,13 @@ class TurnRecord:
     interrupted: bool = False
     spoken_seconds: float = 0.0
     timings: dict[str, float | None] = field(default_factory=dict)
+    continued: bool = False
+    """The user went on in the reply's first moments: the reply was taken back, and the
+    turn continues in the next record."""
+    spoken: bool = False
+    """Its reply was over (spoken, stopped or failed): the turn can no longer continue."""
+    changed: bool = False
+    """A tool that changes something ran in its reply: it can no longer be taken back."""
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     audio: list[np.ndarray] = field(default_factory=list, repr=False)
     """The reply's audio, kept only for `parley replay --audio-out`."""

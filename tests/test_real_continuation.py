@@ -1,0 +1,75 @@
+"""A user who goes on after a pause at which Parley had already begun to answer: heard
+whole, as one message, in half duplex and with barge-in (`parley replay`, real engines)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from audio.files import write_wav
+from tests.support import espeak
+from tests.support.nodisk import run_parley
+
+pytestmark = pytest.mark.real
+
+RATE = 16000
+GOES_ON_AFTER_S = 1.8
+"""The pause after "Tell me a story.": the turn model calls the request finished at
+210 ms, and the reply is ready and playing (or about to) when the user goes on."""
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    if espeak.missing_reason():
+        pytest.skip(espeak.missing_reason())
+    folder = tmp_path_factory.mktemp("clips")
+    lead = np.zeros(RATE // 2, dtype=np.int16)
+    pause = np.zeros(round(GOES_ON_AFTER_S * RATE), dtype=np.int16)
+    write_wav(folder / "went_on.wav", np.concatenate([
+        lead, espeak.espeak("Tell me a story."), pause,
+        espeak.espeak("About a dog, please."), lead]), RATE)
+    return folder / "went_on.wav"
+
+
+def replay(tmp_path, clip, *flags: str) -> dict:
+    session = tmp_path / "session.json"
+    session.write_text(json.dumps({"turns": [{"audio": str(clip)}]}))
+    result = run_parley(tmp_path, b"", "replay", str(session), "--ctx", "2048",
+                        "--answer-tokens", "32", *flags)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("flags", [(), ("--barge-in",)], ids=["half duplex", "barge-in"])
+def test_words_said_after_the_reply_began_continue_the_same_turn(tmp_path, clip, flags):
+    document = replay(tmp_path, clip, *flags)
+    (turn,) = document["turns"]
+    kinds = [event["type"] for event in turn["events"]]
+    # The reply to "Tell me a story." began, then was taken back when the user went on.
+    assert "turn-continued" in kinds, kinds
+    assert "interrupted" not in kinds
+    # One message holds what was said before and after the pause, and it was answered.
+    users = [m["content"] for m in document["messages"] if m["role"] == "user"]
+    assert len(users) == 1, users
+    assert "story" in users[0].lower() and "please" in users[0].lower(), users
+    assert turn["heard"] == users[0]
+    assert [m["role"] for m in document["messages"]][-1] == "assistant"
+
+
+def test_on_speakers_parleys_own_voice_never_continues_the_turn(tmp_path, clip):
+    """Replay's simulated room sends the reply back into the microphone: half duplex must
+    not take Parley's own voice for the user going on."""
+    alone = clip.parent / "story.wav"
+    if not alone.exists():
+        lead = np.zeros(RATE // 2, dtype=np.int16)
+        write_wav(alone, np.concatenate([lead, espeak.espeak("Tell me a story."),
+                                         np.zeros(RATE * 3, dtype=np.int16)]), RATE)
+    document = replay(tmp_path, alone, "--echo", "-6")
+    (turn,) = document["turns"]
+    kinds = [event["type"] for event in turn["events"]]
+    assert "turn-continued" not in kinds and "interrupted" not in kinds, kinds
+    users = [m["content"] for m in document["messages"] if m["role"] == "user"]
+    assert users == [turn["heard"]] and "story" in users[0].lower()
+    assert turn["spoken_seconds"] > 0
