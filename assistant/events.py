@@ -222,8 +222,10 @@ class TurnJudged(_Event):
     finished: bool
     """The turn ended there; otherwise Parley waited for more."""
     words: str | None = None
-    """Why the words heard so far could not end the turn though the voice sounded
-    finished ("ends on “for”"); then Parley waited. None otherwise."""
+    """What the words heard so far decided: why they could not end the turn ("ends on
+    “for”", and Parley waited however finished the voice sounded), or "a whole sentence"
+    (a turn the voice sounded unfinished in ended after a shorter silence). None when they
+    decided nothing."""
 
 
 @dataclass(frozen=True)

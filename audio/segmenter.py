@@ -232,6 +232,7 @@ class Segmenter:
         self._silence = 0  # silent frames since the last speech frame
         self._paused = False  # a SpeechPaused was given for the current silence
         self._turn_score: float | None = None  # the turn model's last word on this pause
+        self._turn_ends_after: int | None = None  # the silence, in frames, its words set
         self._continued = False  # follows a cut, so any speech at all is enough
 
     # -- state machine --------------------------------------------------------------------
@@ -252,6 +253,7 @@ class Segmenter:
             if self._paused:
                 self._paused = False
                 self._turn_score = None
+                self._turn_ends_after = None
                 events.append(SpeechResumed(start, self.settings.sample_rate))
             self._speech += 1
             self._speech_end = end
@@ -322,6 +324,9 @@ class Segmenter:
         if checked is None:
             return False
         self._turn_score = checked.score
+        if checked.ends_after_ms is not None:
+            self._turn_ends_after = max(self._turn_check, self.settings.frames(
+                checked.ends_after_ms))
         events.append(checked)
         return checked.finished
 
@@ -330,7 +335,7 @@ class Segmenter:
         the fixed end silence otherwise (and always for a burst too short to be a turn)."""
         if self.turn is None or self.turn.failed or not self._enough_speech():
             return self._end_silence
-        return self._turn_end
+        return self._turn_end if self._turn_ends_after is None else self._turn_ends_after
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -374,6 +379,7 @@ class Segmenter:
         self._paused = False
         self._continued = False
         self._turn_score = None
+        self._turn_ends_after = None
 
 
 def _read_only(pcm: np.ndarray) -> np.ndarray:

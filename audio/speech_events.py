@@ -112,8 +112,12 @@ class TurnChecked:
     sample_rate: int = 16000
 
     words: str | None = None
-    """Why the words said so far cannot end the turn, though the voice sounded finished
-    ("ends on “for”"); None when they can, or were not asked."""
+    """What the words said so far decided: why they cannot end the turn ("ends on “for”"),
+    or "a whole sentence"; None when they decided nothing, or were not asked."""
+
+    ends_after_ms: int | None = None
+    """Not finished, but the turn ends at this much silence rather than the longest (its
+    words make a whole sentence)."""
 
     @property
     def silence_ms(self) -> float:

@@ -9,12 +9,14 @@ turn model (Smart Turn, `models.smart_turn`) is asked whether the user has finis
 - below it the user is given time: the turn ends at `max_silence_ms` of silence, unless
   they go on (then the next pause is judged afresh).
 
-The words said so far have the last say over a "finished": given a `WordsCheck`, the
-policy asks it why the speech up to the pause cannot end a request ("ends on “for”"), and a reason
-keeps the turn open until `max_silence_ms`. The voice loop answers from the pause's
-transcript, which it needs for the reply anyway, so this costs no extra transcription;
-the feed waits for it (a microphone's audio queues meanwhile), so the decision stays a
-function of the audio: the same recording gives the same turns however fast it is fed.
+The words said so far have a say too: given a `WordsCheck`, the policy asks it about the
+speech up to the pause. Words that cannot end a request ("ends on “for”") keep the turn
+open until `max_silence_ms`, however finished the voice sounded; words that make a whole
+sentence end a turn the voice sounded unfinished in after `whole_sentence_ms`. The voice
+loop answers from the pause's transcript, which it needs for the reply anyway, so this
+costs no extra transcription; the feed waits for it (a microphone's audio queues
+meanwhile), so the decision stays a function of the audio: the same recording gives the
+same turns however fast it is fed.
 
 Asked again later in the same pause, the model was no help: on a speech with a one-second
 pause after "ask not", 0.24 at 210 ms rose to 0.80 at 450 ms, and inside other sentences it
@@ -52,8 +54,12 @@ class TurnSettings:
     """Silence that ends the turn whatever the model says; 1,500 ms heard a speaker's
     one-second pause inside a sentence whole, where 720 ms split it."""
 
+    whole_sentence_ms: int = 720
+    """Silence that ends a turn the model heard as unfinished when its words make a whole
+    sentence ("Tell me something about cats." scored 0.02–0.15 at every pause length)."""
+
     def __post_init__(self) -> None:
-        for name in ("check_ms", "max_silence_ms"):
+        for name in ("check_ms", "max_silence_ms", "whole_sentence_ms"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be more than 0, got {getattr(self, name)}")
         if not (math.isfinite(self.threshold) and 0.0 < self.threshold <= 1.0):
@@ -62,11 +68,27 @@ class TurnSettings:
         if self.check_ms > self.max_silence_ms:
             raise ValueError(f"check_ms ({self.check_ms}) cannot exceed max_silence_ms "
                              f"({self.max_silence_ms})")
+        if not self.check_ms <= self.whole_sentence_ms <= self.max_silence_ms:
+            raise ValueError(f"whole_sentence_ms ({self.whole_sentence_ms}) must lie between "
+                             f"check_ms ({self.check_ms}) and max_silence_ms "
+                             f"({self.max_silence_ms})")
 
 
-WordsCheck = Callable[[np.ndarray, int], "str | None"]
-"""Given the speech up to a pause and the sample it ended at: why its words cannot end the
-turn ("ends on “for”"), or None if they can."""
+@dataclass(frozen=True)
+class Words:
+    """What the words said up to a pause say about the turn."""
+
+    open: str | None = None
+    """Why they cannot end a request ("ends on “for”"): the turn waits for the longest
+    silence, however finished the voice sounded."""
+
+    whole: bool = False
+    """They end as a finished sentence does ("…about cats."): a turn the voice sounded
+    unfinished in ends after `whole_sentence_ms`, not the longest silence."""
+
+
+WordsCheck = Callable[[np.ndarray, int], Words]
+"""Given the speech up to a pause and the sample it ended at: what its words say."""
 
 
 class TurnPolicy:
@@ -86,9 +108,8 @@ class TurnPolicy:
     def check(self, pcm: np.ndarray, sample: int, speech_end_sample: int,
               sample_rate: int, speech_pcm: np.ndarray | None = None,
               words: WordsCheck | None = None) -> TurnChecked | None:
-        """Ask the model about the turn in `pcm` (and, if it says finished, `words` about
-        `speech_pcm`, the same turn without the pause); None if the model failed (then
-        never again)."""
+        """Ask the model about the turn in `pcm`, and `words` about `speech_pcm` (the same
+        turn without the pause); None if the model failed (then never again)."""
         try:
             score = float(self.score(pcm))
         except Exception as error:  # a broken model must not end the conversation
@@ -98,9 +119,14 @@ class TurnPolicy:
             return None
         if not math.isfinite(score):
             score = 0.0
-        finished, open_words = score >= self.settings.threshold, None
-        if finished and words is not None:
-            open_words = words(pcm if speech_pcm is None else speech_pcm, speech_end_sample)
-            finished = open_words is None
+        finished = score >= self.settings.threshold
+        said = (Words() if words is None else
+                words(pcm if speech_pcm is None else speech_pcm, speech_end_sample))
+        ends_at = None
+        if said.open is not None:
+            finished = False
+        elif not finished and said.whole:
+            ends_at = self.settings.whole_sentence_ms
+        note = said.open or ("a whole sentence" if said.whole and words is not None else None)
         return TurnChecked(sample, speech_end_sample, round(score, 4), finished, sample_rate,
-                           open_words)
+                           note, ends_at)

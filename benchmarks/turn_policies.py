@@ -100,8 +100,8 @@ def fixed(ms: float) -> Policy:
 def with_words(recheck: tuple[int, ...] = (), threshold: float = 0.5,
                words_done_ms: float | None = None) -> Policy:
     """Smart Turn at 210 ms and at each `recheck`, vetoed by words that cannot end a
-    request; words that end a sentence with "." or "?" end the turn at `words_done_ms`."""
-    from assistant.voice.turn_words import unfinished_because
+    request; words that make a whole sentence end the turn at `words_done_ms`."""
+    from assistant.voice.turn_words import unfinished_because, whole_sentence
 
     def policy(p: PauseSeen) -> float:
         if unfinished_because(p.words):
@@ -111,7 +111,7 @@ def with_words(recheck: tuple[int, ...] = (), threshold: float = 0.5,
                 return ms
             if ms not in p.scores:  # the pause ended before this check
                 return 1500
-        if words_done_ms is not None and p.words.rstrip().endswith((".", "?", "!")):
+        if words_done_ms is not None and whole_sentence(p.words):
             return words_done_ms
         return 1500
     return policy
@@ -120,13 +120,12 @@ def with_words(recheck: tuple[int, ...] = (), threshold: float = 0.5,
 CANDIDATES: dict[str, Policy] = {
     "fixed 720 ms": fixed(720),
     "fixed 1,500 ms": fixed(1500),
-    "turn model at 210 ms (today)": audio_only(),
-    "turn model + words": with_words(),
-    "turn model + words, again at 510": with_words((510,)),
-    "turn model + words, again at 510, 1020": with_words((510, 1020)),
-    "turn model + words, 0.7": with_words(threshold=0.7),
-    "turn model + words, done words 720": with_words(words_done_ms=720),
-    "turn model + words, again at 510, done words 1020": with_words((510,), words_done_ms=1020),
+    "turn model at 210 ms (before)": audio_only(),
+    "turn model, open words wait": with_words(),
+    "turn model, open words wait, asked again at 510": with_words((510,)),
+    "turn model, open words wait, threshold 0.7": with_words(threshold=0.7),
+    "turn model, open words wait, whole sentence 1,020": with_words(words_done_ms=1020),
+    "Parley: open words wait, whole sentence 720": with_words(words_done_ms=720),
 }
 
 

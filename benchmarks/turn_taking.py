@@ -31,7 +31,8 @@ from benchmarks.voice import ANSWER_TOKENS, load_engines, p90, peak_mb
 from tests.support import speech_samples as samples
 
 ROOT = Path(__file__).resolve().parent.parent
-MODES = {"smart": "smart (turn model, 210 ms / 1,500 ms)",
+MODES = {"smart": "smart (turn model + words, turns go on)",
+         "smart-audio": "turn model alone (before)",
          "silence": "silence 720 ms",
          "silence-1500": "silence 1,500 ms"}
 PARTS = ("end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms", "first_audio_ms")
@@ -62,7 +63,17 @@ def make_segmenter(mode: str, call_times: list[float]):
     return Segmenter(SegmenterSettings(), turn=TurnPolicy(score, TurnSettings()))
 
 
-def make_loop(engines, segmenter, speaker):
+def voice_settings(mode: str):
+    """`smart` is Parley's default; `smart-audio` the turn model alone, as before the
+    words were heard at a pause and a turn could go on in its reply's first moments."""
+    from assistant.voice.turns import VoiceSettings
+
+    if mode == "smart":
+        return VoiceSettings()
+    return VoiceSettings(turn_words=False, continue_turns=False)
+
+
+def make_loop(engines, segmenter, speaker, settings=None):
     """Parley's voice conversation (local intents, timers) on the embedded engines, with
     short answers: latency is to the first audio anyway."""
     from assistant.conversation import Conversation, ReplySettings
@@ -73,6 +84,7 @@ def make_loop(engines, segmenter, speaker):
     from assistant.voice.loop import VoiceLoop
 
     llm, stt, tts = engines
+    voice = settings
     timers = Timers()
     tools = builtin_tools()
     tools.register(timer_tool(timers))
@@ -81,7 +93,7 @@ def make_loop(engines, segmenter, speaker):
                              recent_exchanges=0 if capable.repeats_answers_it_sees else None,
                              tell_date=not capable.confused_by_the_date)
     conversation = Conversation(llm, tools, settings, local=LocalIntents())
-    return VoiceLoop(conversation, stt, tts, speaker, segmenter), timers
+    return VoiceLoop(conversation, stt, tts, speaker, segmenter, voice), timers
 
 
 def ready(loop) -> None:
@@ -104,7 +116,8 @@ def run_latency(mode: str) -> dict:
     # As benchmarks.voice: the speaker plays instantly (each request waits for the reply
     # before it anyway), which does not change the time to the first audio.
     loop, timers = make_loop(engines, make_segmenter(mode, calls),
-                             MemorySpeaker(realtime=False, keep_chunks=False))
+                             MemorySpeaker(realtime=False, keep_chunks=False),
+                             voice_settings(mode))
     trace = LoopTrace().attach(loop)
     session = [ReplayTurn(n, pcm=r.pcm) for n, r in enumerate(requests, 1)]
     try:
@@ -116,7 +129,7 @@ def run_latency(mode: str) -> dict:
     turns = []
     for request, records in zip(requests, produced, strict=True):
         heard = []
-        for record in (r for r in records if r.source == "audio"):
+        for record in (r for r in records if r.source == "audio" and not r.continued):
             end = trace.end_before(record.started)
             first = record.timings.get("first_audio_ms")
             ear = (None if first is None or end is None else
@@ -149,6 +162,16 @@ def print_latency(runs: dict[str, dict], beside: str) -> None:
         print(f"  {MODES[mode]:38s} {statistics.median(latency):7.0f} {p90(latency):6.0f} "
               f"{statistics.median(ear):8.0f} {p90(ear):8.0f} {heard:6d}   {parts}; "
               f"{run['peak_mb']:.0f}")
+    base = [r["timings"]["latency_ms"] for turn in runs["silence"]["turns"]
+            for r in turn["records"] if r["timings"].get("latency_ms") is not None]
+    if base:
+        for mode in (m for m in runs if m != "silence"):
+            mine = [r["timings"]["latency_ms"] for turn in runs[mode]["turns"]
+                    for r in turn["records"] if r["timings"].get("latency_ms") is not None]
+            if mine:
+                print(f"  {MODES[mode]} against the fixed 720 ms wait, same run: median "
+                      f"{statistics.median(mine) / statistics.median(base):.2f}x, p90 "
+                      f"{p90(mine) / p90(base):.2f}x (goal: 0.625x and 0.72x)")
     print("  latency = the end-of-speech wait (eos, counted in audio samples) + first audio "
           "(from the turn's start); 'ear' is the same by the clock, from the moment the last "
           "speech was fed to the first audio, so it includes the turn model's own time.")
@@ -177,7 +200,8 @@ def run_paused(mode: str) -> dict:
     out = []
     for recording in recordings:
         speaker = FastForwardSpeaker(realtime=True, keep_chunks=False)
-        loop, timers = make_loop(engines, make_segmenter(mode, calls), speaker)
+        loop, timers = make_loop(engines, make_segmenter(mode, calls), speaker,
+                                 voice_settings(mode))
         trace = LoopTrace().attach(loop)
         end_of_input = loop.end_of_input
 
@@ -193,7 +217,9 @@ def run_paused(mode: str) -> dict:
         finally:
             loop.close()
             timers.close()
-        heard = [r.heard for r in records if r.source == "audio" and r.heard]
+        # A turn the user went on with is heard again, whole, in the next record.
+        heard = [r.heard for r in records if r.source == "audio" and r.heard
+                 and not r.continued]
         last_voice = last_voiced_sample(recording.pcm)
         ends = []
         for end in trace.ends:
@@ -354,7 +380,8 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     if args.only in (None, "latency"):
         for busy in (False,) if args.no_busy else (False, True):
-            runs = {mode: attempt("latency", mode, busy) for mode in ("smart", "silence")}
+            runs = {mode: attempt("latency", mode, busy)
+                    for mode in ("smart", "smart-audio", "silence")}
             if all(runs.values()):
                 print_latency(runs, ", beside one busy process" if busy else "")
     paused = None

@@ -22,7 +22,7 @@ from audio.segmenter import (
     TurnChecked,
     Utterance,
 )
-from audio.turn_policy import TurnPolicy, TurnSettings
+from audio.turn_policy import TurnPolicy, TurnSettings, Words
 from models.base import CancelToken
 from tests.fakes import ToneTextToSpeech
 
@@ -131,9 +131,9 @@ def test_words_that_cannot_end_a_request_keep_a_finished_sounding_turn_open():
     in the same utterance."""
     asked: list[tuple[int, int]] = []
 
-    def words(speech_pcm: np.ndarray, speech_end: int) -> str | None:
+    def words(speech_pcm: np.ndarray, speech_end: int) -> Words:
         asked.append((len(speech_pcm), speech_end))
-        return "ends on “for”" if len(asked) == 1 else None
+        return Words("ends on “for”") if len(asked) == 1 else Words()
 
     audio = audio_of((False, 40), (True, 30), (False, 30), (True, 20), (False, 60))
     events = segmenter(ScriptedTurnModel(0.95, 0.97)).feed(audio, words)
@@ -148,15 +148,24 @@ def test_words_that_cannot_end_a_request_keep_a_finished_sounding_turn_open():
 
 def test_open_words_alone_wait_for_the_longest_silence():
     events = segmenter(ScriptedTurnModel(0.99)).feed(
-        audio_of((False, 40), (True, 30), (False, 80)), lambda pcm, end: "trails off")
+        audio_of((False, 40), (True, 30), (False, 80)), lambda pcm, end: Words("trails off"))
     assert events[-1].end_sample == (70 + 50) * F
+    assert events[-2].words == "trails off" and not events[-2].finished
 
 
-def test_words_are_not_asked_when_the_voice_sounds_unfinished():
-    asked: list[int] = []
-    segmenter(ScriptedTurnModel(0.2)).feed(audio_of((False, 40), (True, 30), (False, 80)),
-                                           lambda pcm, end: asked.append(end))
-    assert asked == []
+def test_a_whole_sentence_the_voice_sounded_unfinished_in_ends_after_720_ms():
+    whole = lambda pcm, end: Words(whole=True)  # noqa: E731
+    events = segmenter(ScriptedTurnModel(0.1)).feed(
+        audio_of((False, 40), (True, 30), (False, 80)), whole)
+    checked, utterance = events[-2], events[-1]
+    assert not checked.finished and checked.words == "a whole sentence"
+    assert checked.ends_after_ms == 720
+    assert utterance.end_sample - utterance.speech_end_sample == 24 * F
+    # The user who goes on within it keeps the turn: the next pause is judged afresh.
+    events = segmenter(ScriptedTurnModel(0.1, 0.1)).feed(
+        audio_of((False, 40), (True, 30), (False, 20), (True, 20), (False, 80)), whole)
+    (utterance,) = [e for e in events if isinstance(e, Utterance)]
+    assert utterance.speech_end_sample == 110 * F
 
 
 def test_a_failing_model_is_reported_once_and_the_fixed_silence_takes_over():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.voice.turn_words import unfinished_because
+from assistant.voice.turn_words import unfinished_because, whole_sentence
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -30,3 +30,12 @@ def test_words_a_request_does_not_end_on(text, reason):
 ])
 def test_words_that_can_end_a_request(text):
     assert unfinished_because(text) is None
+
+
+@pytest.mark.parametrize("text, whole", [
+    ("Tell me something about cats.", True), ("What day is it today?", True),
+    ("Stop!", False), ("Set a timer for.", False), ("And so, my fellow", False),
+    ("I think so...", False), ("", False), ("What is this", False),
+])
+def test_a_whole_sentence_ends_with_its_mark_on_a_word_a_request_can_end_on(text, whole):
+    assert whole_sentence(text) is whole

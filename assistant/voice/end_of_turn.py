@@ -27,10 +27,11 @@ from assistant.events import TurnJudged
 from assistant.voice.speculation import Speculation
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
-from assistant.voice.turn_words import unfinished_because
+from assistant.voice.turn_words import unfinished_because, whole_sentence
 from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.playback import AudioOutput
 from audio.segmenter import SpeechPaused, TurnChecked, Utterance
+from audio.turn_policy import Words
 from models.errors import EngineError
 from models.speech import STT_SAMPLE_RATE, SpeechToText, Transcript
 
@@ -92,16 +93,16 @@ class EndOfTurn:
         """The transcript of the speech up to the last pause (where it ended): asked for
         by the words check or the pause, whichever came first, made once."""
 
-    def words_open(self, speech_pcm: np.ndarray, speech_end_sample: int) -> str | None:
-        """Why the words said up to this pause cannot end the turn ("ends on “for”"), or
-        None: the turn model's "finished" stands (`audio.turn_policy.WordsCheck`). Waits for
-        the pause's transcript, which the reply needs anyway."""
+    def words_heard(self, speech_pcm: np.ndarray, speech_end_sample: int) -> Words:
+        """What the words said up to this pause say about the turn
+        (`audio.turn_policy.WordsCheck`). Waits for the pause's transcript, which the reply
+        needs anyway."""
         future = self._transcript_at(speech_end_sample, speech_pcm)
         try:
             transcript, _ = future.result(timeout=WORDS_WAIT_S)
         except (FutureTimeout, CancelledError, EngineError):
-            return None
-        return unfinished_because(transcript.text)
+            return Words()
+        return Words(unfinished_because(transcript.text), whole_sentence(transcript.text))
 
     def _transcript_at(self, sample: int, pcm: np.ndarray) -> Future:
         if self._at_pause is not None and self._at_pause[0] == sample:

@@ -157,7 +157,7 @@ class VoiceLoop:
             # When this audio came: a turn it ends began its wait for the reply then, and
             # the turn model's time in feed() is the user's to wait too.
             fed_at = self.clock()
-            words = self.end_of_turn.words_open if self.settings.turn_words else None
+            words = self.end_of_turn.words_heard if self.settings.turn_words else None
             events = self.segmenter.feed(pcm, words)
         for event in events:
             if isinstance(event, SpeechStarted):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
 
@@ -32,8 +31,9 @@ from assistant.events import (
     TextDelta,
     TurnContinued,
 )
-from assistant.tools import ToolOutput, ToolRefused, ToolRun
+from assistant.tools import ToolRun
 from assistant.voice.alarm import Answer, Ringer
+from assistant.voice.going_on import in_first_moments, once_settled
 from assistant.voice.listening import Listener
 from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply, SpokenSentence
@@ -49,7 +49,6 @@ from assistant.voice.turn_queue import (
 )
 from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
-    FIRST_MOMENTS_S,
     TurnRecord,
     VoiceSettings,
     first_samples,
@@ -62,8 +61,6 @@ from models.errors import EngineError
 from models.speech import TextToSpeech, Transcript
 
 log = logging.getLogger(__name__)
-
-SETTLE_POLL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -157,22 +154,12 @@ class ReplyWorker:
     # -- a turn the user goes on with --------------------------------------------------------
 
     def can_continue(self, record: TurnRecord) -> bool:
-        """Whether speech that starts now continues `record`'s turn: its reply has not
-        played yet, or is in its first moments (its first sentence, and at least
-        `FIRST_MOMENTS_S` after its first audio)."""
+        """Whether speech that starts now continues `record`'s turn (`going_on`)."""
         with self.lock:
-            if (record.continued or record.spoken or record.changed or self.awaiting_answer
-                    or record.finished.is_set()):
-                return False
             now = self.now
-            if now is None or now.record is not record:
-                return True  # waiting, being transcribed, or not yet current
-            first = now.speech.first_audio_at
-            if first is None:
-                return True
-            sentences = now.speech.sentences
-            moments = max(FIRST_MOMENTS_S, sentences[0].seconds if sentences else 0.0)
-            return self.log.clock() - first < moments
+            speech = now.speech if now is not None and now.record is record else None
+            return not self.awaiting_answer and in_first_moments(record, speech,
+                                                                 self.log.clock())
 
     def continue_turn(self, record: TurnRecord) -> bool:
         """The user went on talking: stop `record`'s reply and take it back, so their whole
@@ -188,24 +175,10 @@ class ReplyWorker:
         return True
 
     def until_settled(self, record: TurnRecord, run: ToolRun) -> ToolRun:
-        """A tool that changes something (a timer) runs once the turn can no longer be
-        continued (`FIRST_MOMENTS_S` after it ended), so a turn taken back changed
-        nothing."""
+        """`run`, once `record`'s turn can no longer be continued (`going_on`)."""
         if not self.settings.continue_turns or self.settings.push_to_talk:
             return run
-
-        def settled(arguments: dict) -> ToolOutput | str:
-            while (not record.continued and not self.closing
-                   and self.log.clock() < record.started + FIRST_MOMENTS_S):
-                time.sleep(SETTLE_POLL_S)
-            with self.lock:
-                if not record.continued:
-                    record.changed = True
-            if record.continued:
-                raise ToolRefused("the user went on talking")
-            return run(arguments)
-
-        return settled
+        return once_settled(record, run, self.lock, self.log.clock, lambda: self.closing)
 
     # -- one turn ----------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@ trailing clause ("…," or "…"). Such words keep the turn open however final t
 sounded; the turn then ends only after the longest silence.
 
 Plain word lists, no model: a false "unfinished" costs a longer wait (1.5 s), never a
-lost word, and a missed one is what the turn model alone would have done.
+lost word, and a missed one is what the turn model alone would have done. The other way
+round, a whole sentence ("Tell me something about cats.") ends a turn the voice sounded
+unfinished in sooner than the longest silence.
 """
 
 from __future__ import annotations
@@ -57,3 +59,11 @@ def unfinished_because(text: str) -> str | None:
     if last in OPEN_ENDS or (last in MODALS and len(words) > SHORT_ANSWER_WORDS):
         return f"ends on “{last}”"
     return None
+
+
+def whole_sentence(text: str) -> bool:
+    """Whether `text` ends as a finished sentence does: at a full stop, question or
+    exclamation mark, on a word a request can end on, after two words or more."""
+    stripped = text.strip()
+    return (stripped.endswith((".", "?", "!")) and not stripped.endswith("...")
+            and unfinished_because(stripped) is None and len(_WORD.findall(stripped)) >= 2)

@@ -1,0 +1,51 @@
+"""A turn the user goes on with after it ended: when that can be, and what must wait for it.
+
+A pause that sounded final may not be ("And so, my fellow Americans… ask not"). Speech
+that starts in the reply's first moments continues the turn: before the reply has played
+anything, or within its first sentence and at least `FIRST_MOMENTS_S` of its audio. The
+reply is then taken back, so nothing it did may last: a tool that changes something (a
+timer) waits until the turn can no longer be continued.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from assistant.tools import ToolOutput, ToolRefused, ToolRun
+from assistant.voice.speech_out import SpokenReply
+from assistant.voice.turns import FIRST_MOMENTS_S, TurnRecord
+
+SETTLE_POLL_S = 0.02
+
+
+def in_first_moments(record: TurnRecord, speech: SpokenReply | None, now: float) -> bool:
+    """Whether speech starting at `now` continues `record`'s turn; `speech` is its reply if
+    it is being spoken (None: still waiting, being transcribed, or not yet current)."""
+    if record.continued or record.spoken or record.changed or record.finished.is_set():
+        return False
+    if speech is None or speech.first_audio_at is None:
+        return True
+    sentences = speech.sentences
+    moments = max(FIRST_MOMENTS_S, sentences[0].seconds if sentences else 0.0)
+    return now - speech.first_audio_at < moments
+
+
+def once_settled(record: TurnRecord, run: ToolRun, lock: threading.RLock,
+                 clock: Callable[[], float], closing: Callable[[], bool]) -> ToolRun:
+    """`run`, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S` after it
+    ended); refused if the user went on meanwhile. Once it ran, the turn stays as it is."""
+
+    def settled(arguments: dict) -> ToolOutput | str:
+        while (not record.continued and not closing()
+               and clock() < record.started + FIRST_MOMENTS_S):
+            time.sleep(SETTLE_POLL_S)
+        with lock:
+            if not record.continued:
+                record.changed = True
+        if record.continued:
+            raise ToolRefused("the user went on talking")
+        return run(arguments)
+
+    return settled

@@ -1,0 +1,148 @@
+"""A user who goes on after their turn ended: in the reply's first moments that speech
+continues the turn (the reply is taken back, both parts are one message); after them it is
+a new turn. Stand-in engines on a clock that counts the microphone's samples, so how much
+of the reply has played when the user goes on is exact."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from assistant.conversation import Conversation, ReplySettings
+from assistant.local.answers import LocalIntents
+from assistant.timer_tool import timer_tool
+from assistant.timers import Timers
+from assistant.tools import builtin_tools
+from assistant.voice.loop import VoiceLoop
+from assistant.voice.turns import VoiceSettings
+from audio.memory_out import MemorySpeaker
+from audio.segmenter import Segmenter
+from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.clips import silence, speechlike
+from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+
+FIRST, WHOLE, OTHER = 4000, 8000, 12000
+"""The clips' peaks: the stand-in recognizer hears the loudest part of what it is given,
+so the first part alone is FIRST, and it joined with the rest is WHOLE."""
+SCRIPT = {FIRST: "Tell me a story.", WHOLE: "Tell me a story about a dog.",
+          OTHER: "Set a timer for ten minutes."}
+
+
+class Room:
+    """Half duplex (the default) with a speaker that plays in real time on the clock."""
+
+    def __init__(self, *replies: str, barge_in: bool = False) -> None:
+        self.clock = MicrophoneClock()
+        self.model = ScriptedChatModel()
+        self.model.enqueue(*replies)
+        self.timers = Timers()
+        tools = builtin_tools()
+        tools.register(timer_tool(self.timers))
+        self.conversation = Conversation(self.model, tools, ReplySettings(),
+                                         local=LocalIntents())
+        self.speaker = MemorySpeaker(realtime=True, clock=self.clock)
+        self.loop = VoiceLoop(self.conversation, ScriptedSpeechToText(SCRIPT),
+                              ToneTextToSpeech(ms_per_char=40.0), self.speaker, Segmenter(),
+                              VoiceSettings(prefill=False, barge_in=barge_in),
+                              clock=self.clock)
+
+    def say(self, pcm: np.ndarray) -> None:
+        self.clock.feed(self.loop.feed_audio, pcm)
+
+    def until_playing(self, seconds: float) -> None:
+        """Wait for the reply's first audio, then let `seconds` of it play."""
+        wait_until(lambda: self.loop.records and self.loop.records[-1].first_audio_seen(),
+                   "the reply's first audio")
+        self.say(silence(seconds))
+
+    def finish(self) -> list:
+        """Let everything be answered and played, the microphone going on meanwhile; the
+        timers that were running then."""
+        deadline = time.monotonic() + HUNG_S
+        try:
+            while not self.loop.wait_idle(0.005):
+                assert time.monotonic() < deadline, "the loop never went idle"
+                self.say(silence(0.03))
+            return self.timers.running()
+        finally:
+            self.loop.close()
+            self.timers.close()
+
+    def users(self) -> list[str]:
+        return [m.content for m in self.conversation.history.messages if m.role == "user"]
+
+    def kinds(self, record) -> list[str]:
+        return [event["type"] for event in record.events]
+
+
+def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
+    room = Room("Once upon a time, there was a cat.", "A dog named Rex found a bone.")
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.9)]))
+    room.until_playing(0.6)  # the user goes on 0.6 s into the reply, half duplex
+    room.say(np.concatenate([speechlike(1.0, WHOLE), silence(1.0)]))
+    room.finish()
+    first, whole = room.loop.records
+    # The reply had begun, and was stopped and taken back at once.
+    continued = [e for e in first.events if e["type"] == "turn-continued"]
+    # (The voice detector needs 60-120 ms of speech to be sure it is speech.)
+    assert len(continued) == 1 and 0.6 <= continued[0]["spoken_seconds"] < 0.8
+    assert first.continued and "interrupted" not in room.kinds(first)
+    # Both parts were heard together (the joined audio), as one message, answered once.
+    assert whole.heard == SCRIPT[WHOLE]
+    assert room.users() == [SCRIPT[WHOLE]]
+    assert [m.content for m in room.conversation.history.messages] == [
+        SCRIPT[WHOLE], "A dog named Rex found a bone."]
+    # Parley's voice stopped when the user's began: it was not talking over them.
+    assert room.speaker.played_seconds < 1.0 + whole.spoken_seconds
+
+
+def test_after_the_first_moments_speech_is_not_heard_while_parley_speaks():
+    """Half duplex: once the first sentence and 1.5 s have played, the user's speech is a
+    new turn; while Parley goes on speaking it is not listened to (it hears no echo here,
+    but it cannot tell that from the user on speakers)."""
+    long = ("Once upon a time there was a cat. It lived by the sea. Every day it watched "
+            "the boats. One day a boat came in.")
+    room = Room(long, "Unexpected.")
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.9)]))
+    room.until_playing(2.5)
+    room.say(np.concatenate([speechlike(1.0, OTHER), silence(1.0)]))
+    room.finish()
+    (first,) = room.loop.records
+    assert not first.continued and "turn-continued" not in room.kinds(first)
+    assert room.users() == [SCRIPT[FIRST]]
+
+
+def test_a_cough_after_the_reply_was_taken_back_answers_the_turn_as_it_was():
+    room = Room("Once upon a time, there was a cat.", "Once upon a time, a cat.")
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.9)]))
+    room.until_playing(0.3)
+    room.say(np.concatenate([speechlike(0.12, WHOLE), silence(1.5)]))  # too short
+    room.finish()
+    assert room.users() == [SCRIPT[FIRST]]
+    first, again = room.loop.records
+    assert first.continued and again.heard == SCRIPT[FIRST]
+    assert again.reply == "Once upon a time, a cat."
+
+
+def test_a_timer_waits_until_the_turn_cannot_go_on_so_a_turn_taken_back_sets_none():
+    room = Room("Done.")
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, OTHER), silence(0.9)]))
+    room.say(silence(0.5))  # within the first moments: not set yet
+    assert room.timers.running() == []
+    room.say(np.concatenate([speechlike(1.0, FIRST), silence(1.0)]))  # the user goes on
+    running = room.finish()
+    # Joined, the loudest part is the timer request again: it is the one message.
+    assert room.users() == [SCRIPT[OTHER]]
+    assert [t.seconds for t in running] == [600]  # one timer, not two
+
+
+def test_with_barge_in_going_on_early_continues_the_turn_rather_than_interrupting():
+    room = Room("Once upon a time, there was a cat.", "A dog named Rex.", barge_in=True)
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.9)]))
+    room.until_playing(0.4)
+    room.say(np.concatenate([speechlike(1.0, WHOLE), silence(1.0)]))
+    room.finish()
+    first, whole = room.loop.records
+    assert "turn-continued" in room.kinds(first) and "interrupted" not in room.kinds(first)
+    assert room.users() == [SCRIPT[WHOLE]]
