@@ -93,7 +93,9 @@ class Listener:
                 log.debug("the microphone hears Parley: not listening while it speaks")
             return None if self.ignoring_microphone(speech) else [pcm]
         blocks = [*self.echo_probe.ended(), pcm]  # a reply shorter than the probe: heard
-        if self.ignoring_microphone(speech, may_continue):
+        # Where the microphone hears Parley, its echo tail is ignored as ever.
+        if self.ignoring_microphone(speech, may_continue
+                                    and self.echo_probe.echo_free is not False):
             return None
         if not in_speech and not self.parley_speaking():
             self.echo_probe.quiet(pcm)
