@@ -64,13 +64,11 @@ def make_segmenter(mode: str, call_times: list[float]):
 
 
 def voice_settings(mode: str):
-    """`smart` is Parley's default; `smart-audio` the turn model alone, as before the
-    words were heard at a pause and a turn could go on in its reply's first moments."""
+    """`smart` is Parley's default; the others as before the words were heard at a pause
+    and a turn could go on in its reply's first moments."""
     from assistant.voice.turns import VoiceSettings
 
-    if mode == "smart":
-        return VoiceSettings()
-    return VoiceSettings(turn_words=False, continue_turns=False)
+    return VoiceSettings(turn_words=mode == "smart", continue_turns=mode == "smart")
 
 
 def make_loop(engines, segmenter, speaker, settings=None):
