@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 class AudioOutput(ABC):
     """Where spoken replies go: queue chunks, stop mid-sentence, know what was played."""
 
+    realtime: bool = True
+    """Plays at the pace of time (False: replay's `--fast`, where a chunk counts as played
+    the moment it is queued, and nobody can talk while it plays)."""
+
     @abstractmethod
     def play(self, pcm: np.ndarray, sample_rate: int, cancel_echo: bool = True) -> None:
         """Queue one chunk (int16 mono) and return at once. `cancel_echo=False`: the echo

@@ -100,16 +100,18 @@ def test_replay_prints_one_json_document_with_the_documented_fields(parley_repla
         assert turn["idle"] == []  # nothing to summarize between these turns
     assert [e["type"] for e in typed["events"] if e["type"].startswith("tool")] == [
         "tool-call", "tool-result"]
-    # The turn model heard a tone, not a finished sentence: Parley waited for more.
+    # The turn model heard a tone, not a finished sentence: Parley waited for more, but
+    # not the longest silence, as the words heard make a whole sentence.
     judged, heard = spoken["events"][0], spoken["events"][1]
     assert judged["type"] == "turn-judged" and judged["pause_ms"] == 210
     assert judged["score"] < 0.5 and judged["finished"] is False
+    assert judged["words"] == "a whole sentence"
     assert heard == {"ms": heard["ms"], "type": "heard", "text": SCRIPT[HELLO],
                      "confidence": 0.9, "rejected": "", "cut": False}
     # A spoken turn has every timing; latency is the end-of-turn wait plus the first audio.
     timings = spoken["timings"]
     assert SPEECH_TIMINGS <= set(timings)
-    assert timings["end_of_speech_ms"] == 1500  # the longest wait, counted in samples
+    assert timings["end_of_speech_ms"] == 720  # a whole sentence's wait, counted in samples
     assert timings["latency_ms"] == pytest.approx(
         timings["end_of_speech_ms"] + timings["first_audio_ms"], abs=0.2)
     assert {"first_token_ms", "first_sentence_ms", "first_audio_ms", "latency_ms"} <= set(

@@ -153,7 +153,9 @@ def test_a_reply_answered_ahead_saves_the_users_words_when_the_turn_is_confirmed
         say(np.concatenate([silence(0.3), speechlike(1.0, WHOLE), silence(0.3)]))
         wait_until(model.streaming.is_set, "the reply answered ahead of the end of speech")
         assert rows(path) == []  # the user may yet go on: nothing is the conversation's
-        say(silence(1.0))  # the end-of-speech wait is over: the turn is confirmed
+        # The end-of-speech wait is over: the turn is confirmed (and its first moments,
+        # which its reply waits out, pass).
+        say(silence(2.0))
         # Its reply is still being written, and the user's words are in the file already.
         assert rows(path) == [(1, "user", SCRIPT[WHOLE])]
         model.release.set()
@@ -184,7 +186,7 @@ def test_a_reply_answered_ahead_and_talked_over_never_reaches_the_file(tmp_path)
     try:
         say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.4)]))
         wait_until(model.streaming.is_set, "the reply answered ahead of the end of speech")
-        say(np.concatenate([speechlike(1.0, WHOLE), silence(1.2)]))  # the user goes on
+        say(np.concatenate([speechlike(1.0, WHOLE), silence(2.0)]))  # the user goes on
         model.release.set()
         assert loop.wait_idle(30)
     finally:

@@ -20,7 +20,7 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import silence, speechlike
-from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.clocks import HUNG_S, MicrophoneClock
 
 FIRST, WHOLE, OTHER = 4000, 8000, 12000
 """The clips' peaks: the stand-in recognizer hears the loudest part of what it is given,
@@ -51,9 +51,13 @@ class Room:
         self.clock.feed(self.loop.feed_audio, pcm)
 
     def until_playing(self, seconds: float) -> None:
-        """Wait for the reply's first audio, then let `seconds` of it play."""
-        wait_until(lambda: self.loop.records and self.loop.records[-1].first_audio_seen(),
-                   "the reply's first audio")
+        """Until the reply's first audio (the microphone hearing silence meanwhile), then
+        let `seconds` of it play."""
+        deadline = time.monotonic() + HUNG_S
+        while not (self.loop.records and self.loop.records[-1].first_audio_seen()):
+            assert time.monotonic() < deadline, "the reply never played"
+            self.say(silence(0.03))
+            time.sleep(0.002)
         self.say(silence(seconds))
 
     def finish(self) -> list:
@@ -95,6 +99,11 @@ def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
         SCRIPT[WHOLE], "A dog named Rex found a bone."]
     # Parley's voice stopped when the user's began: it was not talking over them.
     assert room.speaker.played_seconds < 1.0 + whole.spoken_seconds
+    # Before any reply had shown whether the microphone hears Parley, the first one waited
+    # out the first moments (1.5 s from the end of the speech); once it had shown that it
+    # does not, the next one did not wait.
+    assert first.timings["first_audio_ms"] + first.timings["end_of_speech_ms"] >= 1500
+    assert whole.timings["latency_ms"] < 1500
 
 
 def test_after_the_first_moments_speech_is_not_heard_while_parley_speaks():

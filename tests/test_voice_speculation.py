@@ -72,7 +72,8 @@ def test_a_speculation_the_user_talks_over_leaves_no_trace():
     # The pause's words are a timer request, answered ahead up to the timer, which waits
     # for the turn to be confirmed.
     wait_for_a_held_tool_call(room, "a speculative reply calling the timer tool")
-    room.say(np.concatenate([speechlike(1.0, WHOLE), silence(1.2)]))  # the user goes on
+    # The user goes on, then is silent (the reply waits out their first moments).
+    room.say(np.concatenate([speechlike(1.0, WHOLE), silence(2.0)]))
     # No timer was set, nothing of it was said, shown, kept or recorded.
     assert room.finish() == []
     assert [m.content for m in room.conversation.history.messages] == [

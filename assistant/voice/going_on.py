@@ -32,6 +32,17 @@ def in_first_moments(record: TurnRecord, speech: SpokenReply | None, now: float)
     return now - speech.first_audio_at < moments
 
 
+def unheard(record: TurnRecord, now: float) -> bool:
+    """Whether `record`'s reply must wait to start, where the microphone may not hear the
+    user while Parley speaks (speakers, or not known yet): they may still go on with their
+    turn until `FIRST_MOMENTS_S` after their speech ended, and if Parley cannot hear them
+    it must not be speaking. Typed turns and timers do not wait."""
+    if record.source != "audio":
+        return False
+    speech_ended = record.started - (record.timings.get("end_of_speech_ms") or 0) / 1000
+    return now < speech_ended + FIRST_MOMENTS_S
+
+
 def once_settled(record: TurnRecord, run: ToolRun, lock: threading.RLock,
                  clock: Callable[[], float], closing: Callable[[], bool]) -> ToolRun:
     """`run`, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S` after it

@@ -74,6 +74,14 @@ class Listener:
         self.echo_probe = EchoProbe()
         """Half duplex: whether the microphone hears Parley, judged as each reply starts."""
 
+    @property
+    def hears_over_parley(self) -> bool:
+        """The user is heard while Parley speaks: barge-in (a headset, an echo canceller),
+        or a reply showed that the microphone does not hear Parley (`EchoProbe`)."""
+        if self.wake_word is not None:
+            return False
+        return self.settings.barge_in or self.echo_probe.echo_free is True
+
     def hear(self, pcm: np.ndarray, speech: SpokenReply | None, may_continue: bool,
              in_speech: bool) -> list[np.ndarray] | None:
         """What of the microphone's `pcm` the segmenter hears now: None while it is

@@ -33,7 +33,7 @@ from assistant.events import (
 )
 from assistant.tools import ToolRun
 from assistant.voice.alarm import Answer, Ringer
-from assistant.voice.going_on import in_first_moments, once_settled
+from assistant.voice.going_on import in_first_moments, once_settled, unheard
 from assistant.voice.listening import Listener
 from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply, SpokenSentence
@@ -174,6 +174,11 @@ class ReplyWorker:
         log.debug("the user went on: the turn heard as %r continues", record.heard)
         return True
 
+    def _unheard_moments(self, record: TurnRecord) -> bool:  # `going_on.unheard`
+        live = self.settings.continue_turns and self.output.realtime
+        return (live and not self.settings.push_to_talk and not self.listener.hears_over_parley
+                and unheard(record, self.log.clock()))
+
     def until_settled(self, record: TurnRecord, run: ToolRun) -> ToolRun:
         """`run`, once `record`'s turn can no longer be continued (`going_on`)."""
         if not self.settings.continue_turns or self.settings.push_to_talk:
@@ -294,9 +299,11 @@ class ReplyWorker:
             on_audio=record.audio.append if self.keep_audio else None,
             clock=self.log.clock,
             # A reply answered ahead is held until the turn ends anyway; after that, and
-            # for any other reply, the user's speech keeps its first audio waiting.
-            user_speaking=lambda: ((speculation is None or speculation.committed)
-                                   and self.segmenter.voice_heard and self.listener.listening))
+            # for any other reply, the user's speech keeps its first audio waiting, and
+            # so do its first moments where Parley could not hear the user go on.
+            user_speaking=lambda: ((speculation is None or speculation.committed) and (
+                (self.segmenter.voice_heard and self.listener.listening)
+                or self._unheard_moments(record))))
 
         def make_current() -> None:
             with self.lock:
