@@ -6,11 +6,14 @@ while Parley starts to answer, and must be heard; on open speakers the microphon
 Parley's voice, which must never be taken for the user's. The probe tells the two apart
 from the level alone: while nothing plays, it follows the room's quiet level; when a
 reply starts playing, it holds back the first `probe_ms` of microphone audio and compares
-it with that level. Parley's voice through speakers is far above the room's quiet (tens of
-dB); on a headset the microphone stays where it was. Quiet: what was held back is heard
-(nothing of the user's is lost) and listening goes on. Loud: it is Parley's echo, what was
-held back is dropped, and the microphone is ignored until the reply ends (half duplex as
-before), unless an earlier reply proved there is no echo: then it is the user talking.
+the median level of its 10 ms frames with that level. Parley's voice through speakers is
+far above the room's quiet (tens of dB); on a headset the microphone stays where it was.
+Quiet: what was held back is heard (nothing of the user's is lost) and listening goes on.
+Loud: it is Parley's echo, what was held back is dropped, and the microphone is ignored
+until the reply ends (half duplex as before), unless an earlier reply proved there is no
+echo: then it is the user talking. Every reply is probed; what one shows serves the next
+(`echo_free`), and where it is not known yet, a reply waits out the user's first moments
+before it speaks (`assistant.voice.going_on.unheard`).
 
 A level, not a model: no CPU to speak of, and the same audio always gives the same verdict.
 """
@@ -44,7 +47,7 @@ class EchoProbe:
     """Feed it the microphone's blocks: `quiet()` while nothing plays and nobody speaks,
     `playing()` while a reply plays; `ended()` when it stops."""
 
-    def __init__(self, sample_rate: int = 16000, probe_ms: int = 300, skip_ms: int = 100,
+    def __init__(self, sample_rate: int = 16000, probe_ms: int = 400, skip_ms: int = 100,
                  rise_db: float = 12.0) -> None:
         self.sample_rate = sample_rate
         self.probe_samples = sample_rate * probe_ms // 1000
@@ -80,8 +83,8 @@ class EchoProbe:
         held = np.concatenate(self._held)
         if len(held) < self.probe_samples:
             return Verdict.WAIT, []
-        judged = held[self.skip_samples:self.probe_samples]
-        loud = max(SILENT_DBFS, level_dbfs(judged)) > self.quiet_dbfs + self.rise_db
+        loud = self._median_dbfs(held[self.skip_samples:self.probe_samples]) > (
+            self.quiet_dbfs + self.rise_db)
         if loud and self.echo_free is not True:
             self.echo_free = False
             self._verdict = Verdict.ECHO
@@ -92,6 +95,13 @@ class EchoProbe:
         self._verdict = Verdict.CLEAR
         released, self._held = self._held, []
         return Verdict.CLEAR, released
+
+    def _median_dbfs(self, pcm: np.ndarray) -> float:
+        """The median level of its 10 ms frames: Parley's echo fills most of them from the
+        moment it arrives, where a user who begins to speak late in the probe fills few."""
+        size = self.sample_rate // 100
+        frames = [pcm[at:at + size] for at in range(0, len(pcm) - size + 1, size)]
+        return float(np.median([max(SILENT_DBFS, level_dbfs(f)) for f in frames]))
 
     def ended(self) -> list[np.ndarray]:
         """The reply stopped playing: judge the next one afresh. What was held back and

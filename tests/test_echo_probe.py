@@ -38,8 +38,8 @@ def test_a_microphone_that_stays_quiet_while_parley_plays_is_heard_whole():
     probe = probe_in_a_quiet_room()
     blocks = noise(-61, 30, seed=1)
     verdicts, heard = play(probe, blocks)
-    # Held back for the probe (300 ms), then everything, the held blocks first, in order.
-    assert verdicts[:14] == [Verdict.WAIT] * 14 and set(verdicts[14:]) == {Verdict.CLEAR}
+    # Held back for the probe (400 ms), then everything, the held blocks first, in order.
+    assert verdicts[:19] == [Verdict.WAIT] * 19 and set(verdicts[19:]) == {Verdict.CLEAR}
     assert len(heard) == len(blocks)
     assert all(np.array_equal(a, b) for a, b in zip(heard, blocks, strict=True))
     assert probe.echo_free is True
@@ -52,6 +52,13 @@ def test_parleys_voice_in_the_microphone_is_never_heard():
     assert heard == [] and Verdict.ECHO in verdicts and Verdict.CLEAR not in verdicts
     assert probe.echo_free is False
     assert probe.ended() == []  # nothing held back is given back after an echo
+
+
+def test_a_user_who_begins_late_in_the_probe_is_not_taken_for_an_echo():
+    probe = probe_in_a_quiet_room()
+    verdicts, heard = play(probe, noise(-61, 13, seed=7) + noise(-25, 20, seed=8))
+    assert Verdict.ECHO not in verdicts and len(heard) == 33
+    assert probe.echo_free is True
 
 
 def test_once_a_reply_showed_no_echo_a_loud_start_is_the_user_talking():

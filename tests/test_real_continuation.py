@@ -33,9 +33,11 @@ def clip(tmp_path_factory):
     return folder / "went_on.wav"
 
 
-def replay(tmp_path, clip, *flags: str) -> dict:
+def replay(tmp_path, clip, *flags: str, first: str | None = None) -> dict:
+    """`clip` replayed, after a typed `first` turn if given."""
     session = tmp_path / "session.json"
-    session.write_text(json.dumps({"turns": [{"audio": str(clip)}]}))
+    turns = [{"audio": str(clip)}] if first is None else [{"text": first}, {"audio": str(clip)}]
+    session.write_text(json.dumps({"turns": turns}))
     result = run_parley(tmp_path, b"", "replay", str(session), "--ctx", "2048",
                         "--answer-tokens", "32", *flags)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
@@ -44,17 +46,19 @@ def replay(tmp_path, clip, *flags: str) -> dict:
 
 @pytest.mark.parametrize("flags", [(), ("--barge-in",)], ids=["half duplex", "barge-in"])
 def test_words_said_after_the_reply_began_continue_the_same_turn(tmp_path, clip, flags):
-    document = replay(tmp_path, clip, *flags)
-    (turn,) = document["turns"]
+    # A session under way: its first reply has shown that the microphone does not hear
+    # Parley, so the next one starts as soon as it is ready.
+    document = replay(tmp_path, clip, *flags, first="Hello!")
+    _, turn = document["turns"]
     kinds = [event["type"] for event in turn["events"]]
     # The reply to "Tell me a story." began, then was taken back when the user went on.
     assert "turn-continued" in kinds, kinds
     assert "interrupted" not in kinds
     # One message holds what was said before and after the pause, and it was answered.
     users = [m["content"] for m in document["messages"] if m["role"] == "user"]
-    assert len(users) == 1, users
-    assert "story" in users[0].lower() and "please" in users[0].lower(), users
-    assert turn["heard"] == users[0]
+    assert len(users) == 2 and users[0] == "Hello!", users
+    assert "story" in users[1].lower() and "please" in users[1].lower(), users
+    assert turn["heard"] == users[1]
     assert [m["role"] for m in document["messages"]][-1] == "assistant"
 
 

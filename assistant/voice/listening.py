@@ -91,14 +91,12 @@ class Listener:
         microphone hears Parley's own voice (`EchoProbe`)."""
         if not self.listening:
             return None
-        probing = (may_continue and not self.settings.barge_in and self.wake_word is None
-                   and self.parley_speaking())
-        if probing:
+        if not self.settings.barge_in and self.wake_word is None and self.parley_speaking():
+            # Every reply is probed (what it shows serves the next ones); what it held
+            # back is heard only in the first moments of the user's turn.
             verdict, blocks = self.echo_probe.playing(pcm)
-            if verdict is not Verdict.ECHO:
+            if may_continue and verdict is not Verdict.ECHO:
                 return blocks
-            if self.echo_probe.echo_free is False:
-                log.debug("the microphone hears Parley: not listening while it speaks")
             return None if self.ignoring_microphone(speech) else [pcm]
         blocks = [*self.echo_probe.ended(), pcm]  # a reply shorter than the probe: heard
         # Where the microphone hears Parley, its echo tail is ignored as ever.
