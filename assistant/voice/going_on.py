@@ -45,12 +45,12 @@ def unheard(record: TurnRecord, now: float) -> bool:
 
 def once_settled(record: TurnRecord, run: ToolRun, lock: threading.RLock,
                  clock: Callable[[], float], closing: Callable[[], bool]) -> ToolRun:
-    """`run`, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S` after it
-    ended); refused if the user went on meanwhile. Once it ran, the turn stays as it is."""
+    """`run`, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S` after the
+    user's speech ended); refused if they went on meanwhile. Once it ran, the turn stays
+    as it is."""
 
     def settled(arguments: dict) -> ToolOutput | str:
-        while (not record.continued and not closing()
-               and clock() < record.started + FIRST_MOMENTS_S):
+        while not record.continued and not closing() and unheard(record, clock()):
             time.sleep(SETTLE_POLL_S)
         with lock:
             if not record.continued:
