@@ -197,8 +197,7 @@ class EndOfTurn:
 
     def _opened(self, record: TurnRecord, speech: np.ndarray, cut: bool) -> None:
         """`record`'s turn ended with `speech`; the user may yet go on with it."""
-        hands_free = self.settings.continue_turns and not self.settings.push_to_talk
-        self._open = (record, speech) if hands_free and not cut else None
+        self._open = (record, speech) if self.settings.turns_go_on and not cut else None
 
     def _joined(self, pcm: np.ndarray) -> np.ndarray:
         """`pcm` after the speech of the turn it continues, if any."""

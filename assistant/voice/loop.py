@@ -290,8 +290,7 @@ class VoiceLoop:
     def _may_continue(self) -> bool:
         """The last turn's reply is in its first moments: the user may go on with their
         turn, and the microphone must hear them even while Parley speaks."""
-        return (self.settings.continue_turns and not self.settings.push_to_talk
-                and self.wake_word is None and self.end_of_turn.may_continue)
+        return self.wake_word is None and self.end_of_turn.may_continue
 
     def _utterance(self, utterance: Utterance, heard_at: float | None = None) -> None:
         if self.settings.push_to_talk and not utterance.cut:

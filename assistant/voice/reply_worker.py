@@ -175,13 +175,12 @@ class ReplyWorker:
         return True
 
     def _unheard_moments(self, record: TurnRecord) -> bool:  # `going_on.unheard`
-        live = self.settings.continue_turns and self.output.realtime
-        return (live and not self.settings.push_to_talk and not self.listener.hears_over_parley
-                and unheard(record, self.log.clock()))
+        return (self.settings.turns_go_on and self.output.realtime
+                and not self.listener.hears_over_parley and unheard(record, self.log.clock()))
 
     def until_settled(self, record: TurnRecord, run: ToolRun) -> ToolRun:
         """`run`, once `record`'s turn can no longer be continued (`going_on`)."""
-        if not self.settings.continue_turns or self.settings.push_to_talk:
+        if not self.settings.turns_go_on:
             return run
         return once_settled(record, run, self.lock, self.log.clock, lambda: self.closing)
 

@@ -54,6 +54,11 @@ class VoiceSettings:
     """Pause the model while the first sentence is synthesized: on a small machine the two
     compete for the same cores, and the user waits for that first audio."""
 
+    @property
+    def turns_go_on(self) -> bool:
+        """A turn may go on in its reply's first moments: `continue_turns`, hands-free."""
+        return self.continue_turns and not self.push_to_talk
+
     def __post_init__(self) -> None:
         if not 0 <= self.echo_tail_ms <= 5000:
             raise ValueError("echo_tail_ms must be between 0 and 5000")
