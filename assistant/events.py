@@ -210,6 +210,18 @@ class Heard(_Event):
 
 
 @dataclass(frozen=True)
+class HeardPartial(_Event):
+    """Voice: the words of the utterance still being spoken, as heard so far. Each one
+    replaces the last; `heard` follows with what the whole utterance said."""
+
+    event_type: ClassVar[str] = "heard-partial"
+    text: str
+    """Words two transcription passes in a row agreed on: they do not change."""
+    tentative: str = ""
+    """What the latest pass heard after them, which the next may change."""
+
+
+@dataclass(frozen=True)
 class TurnJudged(_Event):
     """Voice: at a pause in the user's speech, the turn model judged whether they had
     finished (with `--end-of-turn smart`)."""
@@ -311,11 +323,11 @@ class ConfirmationAnswered(_Event):
 
 Event = (Status | SummaryStarted | Summarized | SummaryFailed | SummaryCancelled | RecallHint
          | ResearchBudgetReached | ToolCall | ToolResult | TextDelta | Sentence | ReplyCut
-         | ReplyDone | Error | Heard | TurnJudged | Spoken | Interrupted | TurnContinued | Wake
-         | TimerFinished | ConfirmationAsked | ConfirmationAnswered)
+         | ReplyDone | Error | Heard | HeardPartial | TurnJudged | Spoken | Interrupted
+         | TurnContinued | Wake | TimerFinished | ConfirmationAsked | ConfirmationAnswered)
 EVENT_TYPES: tuple[type, ...] = (
     Status, SummaryStarted, Summarized, SummaryFailed, SummaryCancelled, RecallHint,
     ResearchBudgetReached, ToolCall, ToolResult, TextDelta, Sentence, ReplyCut, ReplyDone, Error,
-    Heard, TurnJudged, Spoken, Interrupted, TurnContinued, Wake, TimerFinished,
+    Heard, HeardPartial, TurnJudged, Spoken, Interrupted, TurnContinued, Wake, TimerFinished,
     ConfirmationAsked, ConfirmationAnswered)
 """Every event, in the order docs/events.md documents them."""

@@ -6,6 +6,8 @@ model reads them; their value is the timers the action concerned.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from assistant.timers import Timer, TimerError, Timers, duration_words
 from assistant.tools import Tool, ToolOutput, ToolRefused
 from models.base import ToolSpec
@@ -118,7 +120,13 @@ def timer_tool(timers: Timers) -> Tool:
         return {"status": "Checking the timers", "cancel_all": "Cancelling all timers"}.get(
             action, f"Timer: {action}")
 
-    return Tool(SPEC, run, label)
+    def take_back(arguments: dict) -> Callable[[ToolOutput], None] | None:
+        """A timer just started is cancelled as if never set; other actions stay."""
+        if arguments.get("action") != "start":
+            return None
+        return lambda output: [timers.cancel(timer) for timer in output.value]
+
+    return Tool(SPEC, run, label, take_back=take_back)
 
 
 def timers_unavailable(reason: str) -> Tool:

@@ -104,6 +104,10 @@ class Tool:
     few rules of `check_arguments` otherwise."""
     source: str = ""
     """Where it comes from: an MCP server's name, "" for Parley's own."""
+    take_back: Callable[[dict], Callable[[ToolOutput], None] | None] | None = None
+    """For a call that can be undone without a trace (a timer just started: cancelled),
+    what undoes it, given what it returned; None for a call that cannot be. A voice turn
+    the user may still go on with runs such a call at once, and undoes it if they do."""
 
 
 class ToolRegistry:
@@ -134,11 +138,12 @@ class ToolRegistry:
         """The same tools in a new registry (a subclass keeps what it adds)."""
         return ToolRegistry(list(self._tools.values()))
 
-    def guarded(self, guard: Callable[[ToolRun], ToolRun]) -> ToolRegistry:
-        """A copy whose tools that change something run through `guard` (a speculative
-        reply's: only once the turn is confirmed); the model sees the same tools."""
+    def guarded(self, guard: Callable[[Tool], ToolRun]) -> ToolRegistry:
+        """A copy whose tools that change something run as `guard` makes them run (a
+        speculative reply's: only once the turn is confirmed); the model sees the same
+        tools."""
         return ToolRegistry([
-            tool if tool.read_only else dataclasses.replace(tool, run=guard(tool.run))
+            tool if tool.read_only else dataclasses.replace(tool, run=guard(tool))
             for tool in self._tools.values()])
 
     def tools(self) -> list[Tool]:

@@ -178,6 +178,16 @@ class Segmenter:
     def in_speech(self) -> bool:
         return self._start is not None
 
+    def speech_so_far(self) -> np.ndarray | None:
+        """The utterance in progress, while the user is still speaking (no silence since):
+        what a live transcript hears. None otherwise; `speech_samples` long."""
+        speaking = self._start is not None and not self._silence and self._enough_speech()
+        return self._heard()[: self.speech_samples] if speaking else None
+
+    @property
+    def speech_samples(self) -> int:
+        return 0 if self._start is None else self._speech_end - self._start
+
     @property
     def voice_heard(self) -> bool:
         """In speech, or a voiced frame among the last few that may yet start it: the user
@@ -261,9 +271,7 @@ class Segmenter:
         else:
             self._silence += 1
             if self._silence == 1 and self._enough_speech():
-                pcm = _read_only(np.concatenate(self._frames))
-                self._frames = [pcm]  # keeps later concatenations cheap
-                speech_pcm = pcm[: self._speech_end - self._start]
+                speech_pcm = self._heard()[: self._speech_end - self._start]
                 events.append(SpeechPaused(speech_pcm, self._speech_end, self.settings.sample_rate))
                 self._paused = True
             if self._turn_ends(end, events) or self._silence >= self._end_silence_now():
@@ -316,8 +324,7 @@ class Segmenter:
         if (turn is None or turn.failed or not self._enough_speech()
                 or self._silence != self._turn_check or self._silence >= self._turn_end):
             return False
-        pcm = _read_only(np.concatenate(self._frames))
-        self._frames = [pcm]
+        pcm = self._heard()
         speech_pcm = pcm[: self._speech_end - self._start]
         checked = turn.check(pcm, end, self._speech_end, self.settings.sample_rate, speech_pcm,
                              self._words)
@@ -338,6 +345,12 @@ class Segmenter:
         return self._turn_end if self._turn_ends_after is None else self._turn_ends_after
 
     # -- helpers --------------------------------------------------------------------------
+
+    def _heard(self) -> np.ndarray:
+        """The utterance's audio so far, as one read-only array."""
+        pcm = _read_only(np.concatenate(self._frames))
+        self._frames = [pcm]  # keeps later concatenations cheap
+        return pcm
 
     def _enough_speech(self) -> bool:
         return self._speech >= (1 if self._continued else max(1, self._min_speech))

@@ -51,7 +51,7 @@ def p90(values: list[float]) -> float:
 # -- engines ---------------------------------------------------------------------------------
 
 def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threads: int = 2,
-                 encoder_seconds: int | None = None, report: bool = False,
+                 encoder_seconds: int | None = 15, report: bool = False,
                  llm_batch_threads: int | None = None, as_before: bool = False):
     """The three embedded engines, with Parley's default threads unless told otherwise;
     `as_before`: with the memory settings Parley had before (f16 keys, the GGUF mapped,
@@ -139,11 +139,15 @@ def bench_stt() -> None:
     base = None
     print(f"\nSpeech-to-text on {len(clips)} recordings of human speech ({seconds:.1f} s; "
           "LibriVox readings and short commands)")
-    for label, options in (("2 threads (default)", {"threads": 2}),
-                           ("1 thread", {"threads": 1}),
-                           ("2 threads, fixed 5 s window", {"threads": 2, "chunk_length": 5}),
-                           ("2 threads, 15 s encoder window", {"threads": 2,
-                                                               "encoder_seconds": 15})):
+    full = {"encoder_seconds": None}
+    for label, options in (("2 threads, full 30 s window", {"threads": 2, **full}),
+                           ("1 thread, full window", {"threads": 1, **full}),
+                           ("2 threads, fixed 5 s window", {"threads": 2, "chunk_length": 5,
+                                                            **full}),
+                           ("2 threads, 15 s encoder (default)", {"threads": 2,
+                                                                  "encoder_seconds": 15}),
+                           ("2 threads, 8 s encoder window", {"threads": 2,
+                                                              "encoder_seconds": 8})):
         stt = WhisperSpeechToText(**options)
         stt.transcribe(clips[0].pcm)  # the first call pays one-time set-up
         heard, factors = [], []
@@ -252,7 +256,7 @@ ATTEMPTS: list[tuple[str, dict, dict]] = [
     ("+ pause the model for the first audio", {"speculative_stt": True, "prefill": True,
                                                "first_clause_words": 4,
                                                "first_audio_first": True}, {}),
-    ("default, Whisper 15 s encoder window", None, {"encoder_seconds": 15}),
+    ("default, Whisper's full 30 s encoder window", None, {"encoder_seconds": None}),
     ("default, Piper 1 thread", None, {"tts_threads": 1}),
     ("default, Whisper 1 / Piper 1 thread", None, {"stt_threads": 1, "tts_threads": 1}),
     ("default, 1 thread for each engine", None,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,28 @@ def default_turn_model() -> Path:
         raise TurnModelMissing(f"{path} is missing; reinstall it with "
                                f"`pip install --no-deps --force-reinstall {TURN_DIST}`")
     return path
+
+
+def load_in_background(path: Path | None = None, threads: int = 1
+                       ) -> Callable[[np.ndarray], float]:
+    """`SmartTurn(...).score`, with the model loaded on a thread of its own meanwhile.
+
+    The model is first asked at the first pause, seconds after start; loading it (about
+    0.3 s of onnxruntime's graph optimization) while the rest starts lets a first typed
+    turn be answered that much sooner. A missing model is said at once (`TurnModelMissing`);
+    one that cannot be loaded fails its first `score`, as a model that breaks later does.
+    """
+    path = Path(path) if path is not None else default_turn_model()
+    loaded: Future = Future()
+
+    def load() -> None:
+        try:
+            loaded.set_result(SmartTurn(path, threads))
+        except BaseException as error:  # handed to the first score, which reports it
+            loaded.set_exception(error)
+
+    threading.Thread(target=load, name="turn-model-load", daemon=True).start()
+    return lambda pcm: loaded.result().score(pcm)
 
 
 class SmartTurn:

@@ -175,7 +175,7 @@ def test_a_sound_kept_from_the_canceller_holds_its_place_as_silence():
 
 def settings(**given) -> argparse.Namespace:
     values = {"echo_cancel": True, "barge_in": None, "wake_word": None, "echo_tail_ms": 300,
-              "follow_up_s": 6.0}
+              "follow_up_s": 6.0, "live_transcript_s": 1.0}
     return argparse.Namespace(**{**values, **given})
 
 

@@ -3,6 +3,7 @@ whole, as one message, in half duplex and with barge-in (`parley replay`, real e
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -77,3 +78,28 @@ def test_on_speakers_parleys_own_voice_never_continues_the_turn(tmp_path, clip):
     users = [m["content"] for m in document["messages"] if m["role"] == "user"]
     assert users == [turn["heard"]] and "story" in users[0].lower()
     assert turn["spoken_seconds"] > 0
+
+
+def test_words_show_while_spoken_and_the_message_is_what_the_whole_utterance_says(tmp_path):
+    # Real-time pace, so Whisper's passes run while the sentence is still being said.
+    if espeak.missing_reason():
+        pytest.skip(espeak.missing_reason())
+    lead = np.zeros(RATE // 2, dtype=np.int16)
+    clip = tmp_path / "long.wav"
+    write_wav(clip, np.concatenate([lead, espeak.espeak(
+        "Please tell me a short story about a brave little dog who lived by the sea."),
+        lead]), RATE)
+    live = replay(tmp_path, clip)["turns"][0]["events"]
+    plain = replay(tmp_path, clip, "--live-transcript-s", "0")["turns"][0]["events"]
+    partials = [e for e in live if e["type"] == "heard-partial"]
+    assert len(partials) >= 2, live
+    kept = [p["text"] for p in partials]
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(kept)), kept
+    assert [e["ms"] for e in partials] == sorted(e["ms"] for e in partials)
+    assert all(e["ms"] < 0 for e in partials)  # shown before the turn ended
+    assert "little dog" in " ".join(p["text"] + " " + p["tentative"] for p in partials)
+    [heard] = [e for e in live if e["type"] == "heard"]
+    assert live.index(partials[-1]) < live.index(heard)
+    # The message is what the utterance says transcribed whole, as without the passes.
+    assert not [e for e in plain if e["type"] == "heard-partial"]
+    assert heard["text"] == next(e for e in plain if e["type"] == "heard")["text"]

@@ -166,15 +166,17 @@ def test_too_quiet_audio_never_reaches_the_model(stt, monkeypatch):
 
 
 @real
-def test_opt_in_short_encoder_window_keeps_words_and_rejects_noise(stt, samples):
+def test_whisper_s_full_30_s_window_hears_the_same_words_and_rejects_noise(stt, samples):
+    # The default encodes 15 s (ENCODER_SECONDS); the full window stays available.
     goforward = next(s for s in samples if s.name == "goforward")
-    stt.encoder_seconds = 15
+    assert stt.encoder_seconds == 15
+    stt.encoder_seconds = None
     try:
         assert speech_samples.words(stt.transcribe(goforward.pcm).text) == "go forward ten meters"
         assert stt.transcribe(white_noise(-20)).rejected
         assert stt.transcribe(breathing(-30)).rejected
     finally:
-        stt.encoder_seconds = None
+        stt.encoder_seconds = 15
 
 
 def test_whisper_rejects_a_missing_model_folder_with_a_clear_message(tmp_path):

@@ -20,13 +20,13 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import silence, speechlike
-from tests.support.clocks import HUNG_S, MicrophoneClock
+from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
 
-FIRST, WHOLE, OTHER = 4000, 8000, 12000
+FIRST, WHOLE, OTHER, CANCEL = 4000, 8000, 12000, 16000
 """The clips' peaks: the stand-in recognizer hears the loudest part of what it is given,
 so the first part alone is FIRST, and it joined with the rest is WHOLE."""
 SCRIPT = {FIRST: "Tell me a story.", WHOLE: "Tell me a story about a dog.",
-          OTHER: "Set a timer for ten minutes."}
+          OTHER: "Set a timer for ten minutes.", CANCEL: "Cancel the pizza timer."}
 
 
 class Room:
@@ -134,16 +134,31 @@ def test_a_cough_after_the_reply_was_taken_back_answers_the_turn_as_it_was():
     assert again.reply == "Once upon a time, a cat."
 
 
-def test_a_timer_waits_until_the_turn_cannot_go_on_so_a_turn_taken_back_sets_none():
+def test_a_timer_is_set_at_once_and_a_turn_taken_back_leaves_none_of_its_timers():
     room = Room("Done.")
     room.say(np.concatenate([silence(0.3), speechlike(1.0, OTHER), silence(0.9)]))
-    room.say(silence(0.5))  # within the first moments: not set yet
-    assert room.timers.running() == []
+    # Set at once (the answer need not wait out the first moments), though the turn may
+    # yet go on.
+    wait_until(lambda: room.timers.running(), "the timer set by the local answer")
+    [first_timer] = room.timers.running()
     room.say(np.concatenate([speechlike(1.0, FIRST), silence(1.0)]))  # the user goes on
     running = room.finish()
-    # Joined, the loudest part is the timer request again: it is the one message.
+    # Joined, the loudest part is the timer request again: it is the one message, and
+    # its timer the only one; the first was cancelled when the turn was taken back.
     assert room.users() == [SCRIPT[OTHER]]
-    assert [t.seconds for t in running] == [600]  # one timer, not two
+    assert [t.seconds for t in running] == [600]
+    assert first_timer not in running
+
+
+def test_a_tool_that_cannot_be_undone_waits_until_the_turn_cannot_go_on():
+    room = Room("Done.")
+    room.timers.start(300, "pizza")
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, CANCEL), silence(0.9)]))
+    room.say(silence(0.5))  # within the first moments: not cancelled yet
+    assert [t.name for t in room.timers.running()] == ["pizza"]
+    room.say(np.concatenate([speechlike(1.0, FIRST), silence(1.0)]))  # the user goes on
+    assert room.finish() == []  # cancelled once, by the whole turn
+    assert room.users() == [SCRIPT[CANCEL]]
 
 
 def test_with_barge_in_going_on_early_continues_the_turn_rather_than_interrupting():

@@ -189,15 +189,15 @@ def build_segmenter(args: argparse.Namespace, echo_cancelled: bool,
                                      max_silence_ms=args.turn_max_silence_ms)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    from models.smart_turn import SmartTurn, TurnModelMissing
+    from models.smart_turn import TurnModelMissing, load_in_background
 
     try:
-        model = SmartTurn()
+        score = load_in_background()
     except TurnModelMissing as exc:
         warn(f"{exc}. Turns end after {settings.end_silence_ms} ms of silence instead "
              "(--end-of-turn silence).")
         return Segmenter(settings)
-    return Segmenter(settings, turn=TurnPolicy(model.score, turn_settings, on_failure=warn))
+    return Segmenter(settings, turn=TurnPolicy(score, turn_settings, on_failure=warn))
 
 
 def voice_settings(args: argparse.Namespace, push_to_talk: bool = False,
@@ -208,7 +208,8 @@ def voice_settings(args: argparse.Namespace, push_to_talk: bool = False,
     barge_in = echo_cancelled if args.barge_in is None else args.barge_in
     try:
         return VoiceSettings(push_to_talk=push_to_talk, barge_in=barge_in,
-                             echo_tail_ms=args.echo_tail_ms, follow_up_s=args.follow_up_s)
+                             echo_tail_ms=args.echo_tail_ms, follow_up_s=args.follow_up_s,
+                             live_transcript_s=args.live_transcript_s)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.control import Control, ControlType
 
 from assistant.events import (
     ConfirmationAnswered,
@@ -10,6 +11,7 @@ from assistant.events import (
     Error,
     Event,
     Heard,
+    HeardPartial,
     Interrupted,
     RecallHint,
     ReplyDone,
@@ -68,11 +70,35 @@ class ChatRenderer:
             out.print(f"\n⏰ {event.text}", style="bold")
 
 
+_CLEAR_LINE = Control((ControlType.CARRIAGE_RETURN,), (ControlType.ERASE_IN_LINE, 2))
+
+
 class VoiceScreen(ChatRenderer):
-    """What the voice user sees: what was heard, the reply as it is spoken, the steps."""
+    """What the voice user sees: what was heard, the reply as it is spoken, the steps.
+
+    On a terminal the user's words appear while they speak, on one line rewritten in
+    place (`heard-partial`), which the final `you: …` line replaces. Elsewhere (a pipe, a
+    log, TERM=dumb) only the final line is written."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self._live_line = False
+        self._mid_reply = False
+        """A reply's text was written and its line not ended: the user's words (if they
+        speak over it) start a line of their own."""
 
     def render(self, event: Event) -> None:
         out = self.console
+        if isinstance(event, HeardPartial):
+            self._show_live(event)
+            return
+        if self._live_line:  # whatever comes next takes the line of the words so far
+            out.control(_CLEAR_LINE)
+            self._live_line = False
+        if isinstance(event, TextDelta):
+            self._mid_reply = True
+        elif isinstance(event, ReplyDone):
+            self._mid_reply = False
         if isinstance(event, Heard):
             if event.text:
                 cut = " (cut at the maximum length; go on)" if event.cut else ""
@@ -93,3 +119,18 @@ class VoiceScreen(ChatRenderer):
             out.print("")
         elif not isinstance(event, Spoken):
             super().render(event)
+
+    def _show_live(self, event: HeardPartial) -> None:
+        out = self.console
+        if not out.is_terminal or out.is_dumb_terminal:  # it cannot rewrite a line
+            return
+        words = f"{event.text} {event.tentative}".strip()
+        room = max(10, out.width - len("you: …") - 1)  # one row: \r rewrites only that
+        if len(words) > room:
+            words = "…" + words[-room + 1:]
+        if self._mid_reply:
+            out.print("")
+            self._mid_reply = False
+        out.control(_CLEAR_LINE)
+        out.print(f"you: {words}…", style="dim", end="", soft_wrap=True, highlight=False)
+        self._live_line = True

@@ -42,8 +42,13 @@ def run_replay(args: argparse.Namespace) -> int:
     wake_word = wake_word_detector(args, echo_cancelled)
     segmenter = build_segmenter(args, echo_cancelled,
                                 lambda line: print(f"parley: {line}", file=sys.stderr))
-    # Nobody is there to say "stop": a timer going off is announced once.
-    settings = replace(voice_settings(args, echo_cancelled=echo_cancelled), ring_times=1)
+    # Nobody is there to say "stop": a timer going off is announced once. Fed as fast as
+    # it goes, nobody watches the words come either: no live passes (which would vary
+    # with the machine's speed from run to run).
+    settings = voice_settings(args, echo_cancelled=echo_cancelled)
+    fed_fast = args.fast and microphone is None
+    settings = replace(settings, ring_times=1,
+                       live_transcript_s=0 if fed_fast else settings.live_transcript_s)
     clock = SkippableClock()
     rings: list = []  # the loop, once it exists, announces a timer going off
     timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))

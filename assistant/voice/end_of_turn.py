@@ -23,12 +23,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from assistant.events import TurnJudged
+from assistant.events import HeardPartial, TurnJudged
+from assistant.voice.live_words import LiveTranscript
 from assistant.voice.speculation import Speculation
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
 from assistant.voice.turn_words import unfinished_because, whole_sentence
-from assistant.voice.turns import TurnRecord, VoiceSettings
+from assistant.voice.turns import TurnRecord, VoiceSettings, event_json
 from audio.playback import AudioOutput
 from audio.segmenter import SpeechPaused, TurnChecked, Utterance
 from audio.turn_policy import Words
@@ -92,6 +93,21 @@ class EndOfTurn:
         self._at_pause: tuple[int, Future] | None = None
         """The transcript of the speech up to the last pause (where it ended): asked for
         by the words check or the pause, whichever came first, made once."""
+        self.live = LiveTranscript(self._stt.submit, self._words_so_far, log.render,
+                                   log.clock, settings.live_transcript_s)
+        """The words shown while the user speaks (`heard-partial`)."""
+
+    def grew(self, samples: int, speech: Callable[[], np.ndarray | None]) -> None:
+        """The utterance in progress reaches `samples`; `speech()` gives it (None once the
+        user stopped speaking): its words so far are shown, now and then."""
+        if self.closing:
+            return
+
+        def joined() -> np.ndarray | None:
+            pcm = speech()
+            return None if pcm is None else self._joined(pcm)
+
+        self.live.grew(samples, joined)
 
     def words_heard(self, speech_pcm: np.ndarray, speech_end_sample: int) -> Words:
         """What the words said up to this pause say about the turn
@@ -107,6 +123,7 @@ class EndOfTurn:
     def _transcript_at(self, sample: int, pcm: np.ndarray) -> Future:
         if self._at_pause is not None and self._at_pause[0] == sample:
             return self._at_pause[1]
+        self.live.pausing()  # the pause's words before any more of the live ones
         future = self._stt.submit(self._transcribe, self._joined(pcm))
         self._at_pause = (sample, future)
         return future
@@ -128,6 +145,7 @@ class EndOfTurn:
         if it continues the last turn, whose reply was in its first moments: that reply
         stops and is taken back, and this speech is heard after the turn's own."""
         self._judged = []
+        self.live.ended()  # what was shown of speech too short to be a turn is gone
         open_turn, self._open = self._open, None
         if open_turn is None or self.closing or not self.continue_turn(open_turn[0]):
             return False
@@ -175,6 +193,7 @@ class EndOfTurn:
         started = self.log.clock() if heard_at is None else heard_at
         pending, self._pending = self._pending, None
         judged, self._judged = self._judged, []
+        partials = self.live.ended()
         speech = self._joined(utterance.speech_pcm)
         self._earlier = None
         speculation = pending.speculation if pending is not None else None
@@ -182,6 +201,7 @@ class EndOfTurn:
             future = pending.transcript  # no speech since the pause: its transcript stands
             if speculation is not None and not utterance.cut:
                 if self._commit(speculation, utterance, judged, started):
+                    self._record_partials(speculation.record, partials)
                     self._opened(speculation.record, speech, utterance.cut)
                     return  # the reply under way is this turn's
                 speculation = None
@@ -192,6 +212,7 @@ class EndOfTurn:
         record = self.log.new("audio", started)
         self.log.time_utterance(record, utterance)
         self._show_judged(record, judged)
+        self._record_partials(record, partials)
         self.turns.put(HeardTurn(record, future, utterance.cut))
         self._opened(record, speech, utterance.cut)
 
@@ -205,6 +226,14 @@ class EndOfTurn:
             return pcm
         gap = np.zeros(round(JOIN_GAP_S * STT_SAMPLE_RATE), dtype=np.int16)
         return np.concatenate([self._earlier, gap, pcm])
+
+    @staticmethod
+    def _record_partials(record: TurnRecord,
+                         partials: list[tuple[float, HeardPartial]]) -> None:
+        """The words shown while the turn was spoken (on screen already), first in its
+        record, timed before its start."""
+        record.events[0:0] = [event_json(event, (at - record.started) * 1000)
+                              for at, event in partials]
 
     def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:
         show = self.log.show_in(record)
@@ -246,6 +275,15 @@ class EndOfTurn:
             self.log.time_utterance(record, utterance)
             self.log.keep(record)
         return True
+
+    def _words_so_far(self, pcm: np.ndarray) -> str:
+        """A live pass's words; one that fails shows nothing (the pause's transcript
+        reports the error, if it fails too)."""
+        try:
+            return self.clean(self.stt.transcribe(pcm).text)
+        except EngineError:
+            log.debug("a live transcript pass failed", exc_info=True)
+            return ""
 
     def _transcribe(self, pcm: np.ndarray) -> tuple[Transcript, float]:
         transcript = self.stt.transcribe(pcm)

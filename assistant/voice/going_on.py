@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from assistant.tools import ToolOutput, ToolRefused, ToolRun
+from assistant.tools import Tool, ToolOutput, ToolRefused, ToolRun
 from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turns import FIRST_MOMENTS_S, TurnRecord
 
@@ -32,6 +32,14 @@ def in_first_moments(record: TurnRecord, speech: SpokenReply | None, now: float)
     return now - speech.first_audio_at < moments
 
 
+def going_on(record: TurnRecord) -> None:
+    """The user went on with `record`'s turn (under the reply worker's lock): it continues
+    in the next record, and what its reply did at once (a timer it started) is undone."""
+    record.continued = True
+    for undo in record.undo:
+        undo()
+
+
 def unheard(record: TurnRecord, now: float) -> bool:
     """Whether `record`'s reply must wait to start, where the microphone may not hear the
     user while Parley speaks (speakers, or not known yet): they may still go on with their
@@ -43,13 +51,25 @@ def unheard(record: TurnRecord, now: float) -> bool:
     return now < speech_ended + FIRST_MOMENTS_S
 
 
-def once_settled(record: TurnRecord, run: ToolRun, lock: threading.RLock,
+def once_settled(record: TurnRecord, tool: Tool, lock: threading.RLock,
                  clock: Callable[[], float], closing: Callable[[], bool]) -> ToolRun:
-    """`run`, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S` after the
-    user's speech ended); refused if they went on meanwhile. Once it ran, the turn stays
-    as it is."""
+    """`tool`'s run, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S`
+    after the user's speech ended); refused if they went on meanwhile. Once it ran, the
+    turn stays as it is. A call that can be undone (`Tool.take_back`: a timer started)
+    runs at once instead, and is undone if the turn is taken back."""
+    run = tool.run
 
     def settled(arguments: dict) -> ToolOutput | str:
+        undo = tool.take_back(arguments) if tool.take_back is not None else None
+        if undo is not None:
+            # Under the lock that taking the turn back holds: it is refused, or undone.
+            with lock:
+                if record.continued:
+                    raise ToolRefused("the user went on talking")
+                output = run(arguments)
+                if isinstance(output, ToolOutput):
+                    record.undo.append(lambda: undo(output))
+                return output
         while not record.continued and not closing() and unheard(record, clock()):
             time.sleep(SETTLE_POLL_S)
         with lock:

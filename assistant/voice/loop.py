@@ -173,6 +173,8 @@ class VoiceLoop:
                 self.end_of_turn.forget_pause()
             elif isinstance(event, Utterance):
                 self._utterance(event, fed_at)
+        with self._audio_lock:
+            self.end_of_turn.grew(self.segmenter.speech_samples, self.segmenter.speech_so_far)
         if self.end_of_turn.continuing and not self.segmenter.in_speech:
             with self._audio_lock:  # what began after the reply was taken back was no speech
                 self.end_of_turn.speech_dropped()

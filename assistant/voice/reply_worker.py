@@ -31,9 +31,9 @@ from assistant.events import (
     TextDelta,
     TurnContinued,
 )
-from assistant.tools import ToolRun
+from assistant.tools import Tool, ToolRun
 from assistant.voice.alarm import Answer, Ringer
-from assistant.voice.going_on import in_first_moments, once_settled, unheard
+from assistant.voice.going_on import going_on, in_first_moments, once_settled, unheard
 from assistant.voice.listening import Listener
 from assistant.voice.speculation import Speculation
 from assistant.voice.speech_out import SpeakerStalled, SpokenReply, SpokenSentence
@@ -167,7 +167,7 @@ class ReplyWorker:
         with self.lock:
             if not self.can_continue(record):
                 return False
-            record.continued = True
+            going_on(record)
             if self.now is not None and self.now.record is record:
                 self.now.cancel.cancel()
                 self.now.speech.stop()
@@ -178,11 +178,11 @@ class ReplyWorker:
         return (self.settings.turns_go_on and self.output.realtime
                 and not self.listener.hears_over_parley and unheard(record, self.log.clock()))
 
-    def until_settled(self, record: TurnRecord, run: ToolRun) -> ToolRun:
-        """`run`, once `record`'s turn can no longer be continued (`going_on`)."""
+    def until_settled(self, record: TurnRecord, tool: Tool) -> ToolRun:
+        """`tool`'s run, once `record`'s turn can no longer be continued (`going_on`)."""
         if not self.settings.turns_go_on:
-            return run
-        return once_settled(record, run, self.lock, self.log.clock, lambda: self.closing)
+            return tool.run
+        return once_settled(record, tool, self.lock, self.log.clock, lambda: self.closing)
 
     # -- one turn ----------------------------------------------------------------------------
 
@@ -213,7 +213,7 @@ class ReplyWorker:
         forked_from = conversation.history.messages
         # Its tools that change something wait until the turn cannot be continued.
         scratch = conversation.fork(conversation.tools.guarded(
-            lambda run: self.until_settled(record, run)))
+            lambda tool: self.until_settled(record, tool)))
         conversation.confirm_fork(scratch)
         self._answer(record, transcript.text, scratch)
         if not conversation.adopt(scratch, forked_from):
@@ -245,7 +245,7 @@ class ReplyWorker:
         conversation = self.conversation
         forked_from = conversation.history.messages
         scratch = conversation.fork(conversation.tools.guarded(
-            lambda run: speculation.guard(self.until_settled(record, run))))
+            lambda tool: speculation.guard(self.until_settled(record, tool))))
         # Confirmed, it is the conversation's reply: what it says is kept from then on,
         # not only once it is done and adopted (a saved conversation writes it at once).
         speculation.when_committed(lambda: conversation.confirm_fork(scratch))

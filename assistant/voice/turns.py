@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,11 @@ class VoiceSettings:
     turn_words: bool = True
     """At a pause the turn model calls finished, the words heard so far may keep the turn
     open ("Set a timer for…"): the pause's transcript is waited for before the turn ends."""
+    live_transcript_s: float = 1.0
+    """While the user speaks, transcribe the utterance so far each time it has grown by
+    this many seconds, and show the words as they come (`heard-partial`); 0: not. Passes
+    run only while the STT worker is free, so the pause's own transcript waits for at
+    most one."""
     speculative_reply: bool = True
     """Start the reply too as soon as that transcript is ready, held back until the wait
     ends with no more speech (then it plays at once) and dropped if the user goes on."""
@@ -64,6 +70,8 @@ class VoiceSettings:
             raise ValueError("echo_tail_ms must be between 0 and 5000")
         if not 0 <= self.follow_up_s <= 600:
             raise ValueError("follow_up_s must be between 0 and 600 seconds")
+        if not 0 <= self.live_transcript_s <= 60:
+            raise ValueError("live_transcript_s must be between 0 and 60 seconds")
         if self.ring_times < 1 or self.ring_gap_s < 0:
             raise ValueError("ring_times must be at least 1 and ring_gap_s not negative")
 
@@ -89,6 +97,9 @@ class TurnRecord:
     """Its reply was over (spoken, stopped or failed): the turn can no longer continue."""
     changed: bool = False
     """A tool that changes something ran in its reply: it can no longer be taken back."""
+    undo: list[Callable[[], None]] = field(default_factory=list, repr=False)
+    """What undoes the changes its reply made at once (a timer it started), should the
+    turn be taken back."""
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     audio: list[np.ndarray] = field(default_factory=list, repr=False)
     """The reply's audio, kept only for `parley replay --audio-out`."""

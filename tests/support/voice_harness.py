@@ -100,7 +100,8 @@ def run_turns(
     conversation = Conversation(model, tools or builtin_tools(),
                                 reply_settings or ReplySettings(idle_summaries=True))
     loop = VoiceLoop(conversation, stt, tts, speaker, segmenter or Segmenter(),
-                     settings or VoiceSettings(echo_tail_ms=0), render=shown.append,
+                     settings or VoiceSettings(echo_tail_ms=0, live_transcript_s=0),
+                     render=shown.append,
                      clock=clock)
     run = VoiceRun(loop, model, stt, tts, speaker, shown)
     try:

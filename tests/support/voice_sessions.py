@@ -44,7 +44,10 @@ def make_loop(model, barge_in=False, max_utterance_s=20.0, ms_per_char=50.0,
     segmenter = Segmenter(SegmenterSettings(max_utterance_s=max_utterance_s))
     timing = {} if clock is None else {"clock": clock}
     loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=realtime, **timing),
+                     # No live passes, as `parley replay --fast` runs none: how many
+                     # run would depend on the machine's speed.
                      segmenter, VoiceSettings(barge_in=barge_in, echo_tail_ms=100,
+                                              live_transcript_s=0,
                                               speculative_reply=speculative_reply),
                      keep_audio=keep_audio, **timing)
     return loop, stt, tts
