@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 JOIN_GAP_S = 0.3
 """Silence put between a turn's speech and what the user went on to say, when the two are
 transcribed as one (Whisper hears a fragment cut from its sentence worse)."""
+NO_WORDS = "no words made out"
+"""Why a pause whose speech gave no words does not end the turn (`turn-judged`)."""
 WORDS_WAIT_S = 5.0
 """The longest the turn's end waits for the words of a pause (a machine so busy that the
 transcript takes longer: the turn model alone decides)."""
@@ -118,6 +120,11 @@ class EndOfTurn:
             transcript, _ = future.result(timeout=WORDS_WAIT_S)
         except (FutureTimeout, CancelledError, EngineError):
             return Words()
+        if not transcript.text:
+            # Speech, but no words Whisper could make out ("Please add eggs, butter and"
+            # alone was "unclear"): ended here, the turn would be answered with nothing,
+            # and what the user says next would be a turn without this speech.
+            return Words(NO_WORDS)
         return Words(unfinished_because(transcript.text), whole_sentence(transcript.text))
 
     def _transcript_at(self, sample: int, pcm: np.ndarray) -> Future:
