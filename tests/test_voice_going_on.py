@@ -29,10 +29,25 @@ SCRIPT = {FIRST: "Tell me a story.", WHOLE: "Tell me a story about a dog.",
           OTHER: "Set a timer for ten minutes.", CANCEL: "Cancel the pizza timer."}
 
 
+class LaggingSpeaker(MemorySpeaker):
+    """Parley's audio still plays for a while after the reply was stopped (a sound card's
+    buffer; a reply that became current only after it was taken back)."""
+
+    BUFFERED_S = 1.0
+
+    def stop(self) -> None:
+        now = self.clock.monotonic()
+        end = self._end
+        super().stop()
+        with self._lock:
+            self._end = min(end, now + self.BUFFERED_S)
+
+
 class Room:
     """Half duplex (the default) with a speaker that plays in real time on the clock."""
 
-    def __init__(self, *replies: str, barge_in: bool = False) -> None:
+    def __init__(self, *replies: str, barge_in: bool = False,
+                 speaker: type[MemorySpeaker] = MemorySpeaker) -> None:
         self.clock = MicrophoneClock()
         self.model = ScriptedChatModel()
         self.model.enqueue(*replies)
@@ -41,7 +56,7 @@ class Room:
         tools.register(timer_tool(self.timers))
         self.conversation = Conversation(self.model, tools, ReplySettings(),
                                          local=LocalIntents())
-        self.speaker = MemorySpeaker(realtime=True, clock=self.clock)
+        self.speaker = speaker(realtime=True, clock=self.clock)
         self.loop = VoiceLoop(self.conversation, ScriptedSpeechToText(SCRIPT),
                               ToneTextToSpeech(ms_per_char=40.0), self.speaker, Segmenter(),
                               VoiceSettings(prefill=False, barge_in=barge_in),
@@ -104,6 +119,21 @@ def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
     # does not, the next one did not wait.
     assert first.timings["first_audio_ms"] + first.timings["end_of_speech_ms"] >= 1500
     assert whole.timings["latency_ms"] < 1500
+
+
+def test_what_the_user_goes_on_with_is_heard_while_parley_s_audio_still_plays():
+    # Parley's audio goes on for a second after the stop: the microphone must hear the
+    # user through it, or what they went on with would be flushed as too short (a
+    # cough), the turn answered without it, and the rest of what they said lost.
+    room = Room("Once upon a time, there was a cat.", "A dog named Rex found a bone.",
+                speaker=LaggingSpeaker)
+    room.say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.9)]))
+    room.until_playing(0.6)
+    room.say(np.concatenate([speechlike(1.0, WHOLE), silence(1.0)]))
+    room.finish()
+    assert room.users() == [SCRIPT[WHOLE]]
+    assert [m.content for m in room.conversation.history.messages] == [
+        SCRIPT[WHOLE], "A dog named Rex found a bone."]
 
 
 def test_after_the_first_moments_speech_is_not_heard_while_parley_speaks():

@@ -290,9 +290,12 @@ class VoiceLoop:
         return now.speech if now is not None and not self.replies.awaiting_answer else None
 
     def _may_continue(self) -> bool:
-        """The last turn's reply is in its first moments: the user may go on with their
-        turn, and the microphone must hear them even while Parley speaks."""
-        return self.wake_word is None and self.end_of_turn.may_continue
+        """The last turn's reply is in its first moments (the user may go on with their
+        turn), or was taken back because they did: the microphone must hear them even
+        while Parley speaks. (Ignored, the speech they went on with would be flushed as
+        too short, and the turn answered without it.)"""
+        end = self.end_of_turn
+        return self.wake_word is None and (end.may_continue or end.continuing)
 
     def _utterance(self, utterance: Utterance, heard_at: float | None = None) -> None:
         if self.settings.push_to_talk and not utterance.cut:

@@ -1,9 +1,9 @@
 """The reply worker: takes turns off the queue one at a time and answers them aloud.
 
 One turn's path reads top to bottom here: `answer(HeardTurn)` waits for the transcript,
-shows what was heard, and `speak`s the conversation's reply sentence by sentence; a
-typed line skips the transcript; a reply answered ahead (`SpeculativeTurn`) does the same
-on a scratch copy of the conversation, held back until the user's turn proves finished.
+shows what was heard, and `speak`s the reply sentence by sentence; a typed line skips the
+transcript; a reply answered ahead (`SpeculativeTurn`) does the same on a scratch copy of
+the conversation, held back until the user's turn proves finished.
 After each turn, while nothing waits, the worker does the work between turns
 (`BetweenTurns`: the summary ahead, the next prompt's beginning).
 """
@@ -96,8 +96,7 @@ class ReplyWorker:
         self.lock = threading.RLock()
         """Held while a reply becomes or stops being `now` (a commit makes it current)."""
         self.interrupted_at = float("-inf")
-        """Turns that began before this clock time are not answered (the user stopped
-        Parley after they were said)."""
+        """Turns that began before this are not answered (the user stopped Parley since)."""
         self.closing = False
         self.awaiting_answer = False
         """The reply is paused on a question to the user (`SpokenConfirmation`): it is not
@@ -307,6 +306,9 @@ class ReplyWorker:
         def make_current() -> None:
             with self.lock:
                 self.now = NowSpeaking(record, cancel, speech)
+                if record.continued:  # taken back before it was current: none of it plays
+                    cancel.cancel()
+                    speech.stop()
 
         if speculation is None:
             make_current()
@@ -385,9 +387,8 @@ class ReplyWorker:
     # -- between turns -----------------------------------------------------------------------
 
     def _between_turns(self, record: TurnRecord | None) -> None:
-        """After `record`'s reply was spoken, while nothing waits: the summary ahead, then
-        the next prompt's beginning. Skipped when a turn waits or nothing more will come;
-        no summary while someone talks (they will want an answer in a moment)."""
+        """After `record`'s reply, while nothing waits (and more may come): the summary
+        ahead (not while someone talks: they want an answer soon), the next prompt."""
         self.between_turns.run(
             lambda event: self.log.between_turns(record, event),
             wanted=lambda: self.turns.empty() and not self.input_ended and not self.closing,
