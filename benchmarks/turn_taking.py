@@ -4,13 +4,12 @@
 
 - latency: end of the user's speech to the reply's first audio, on short spoken requests
   (people, Piper, espeak-ng), quiet and beside one busy process;
-- paused: recordings with pauses between and inside sentences, replayed through the whole
-  voice loop in half duplex with the reply playing in real time: how many turns Parley
-  heard, where it cut them, and the word error rate of all it heard;
+- paused: recordings with pauses between and inside sentences, replayed through the voice
+  loop in half duplex with the reply playing in real time, quiet and beside one busy
+  process: the turns Parley heard, where it cut them, the word error rate of it all;
 - cost: the turn model's time per call and per minute of speech, and the memory it adds.
 
-Each measure runs in a fresh process. Figures are printed, never asserted.
-"""
+Each measure runs in a fresh process. Figures are printed, never asserted. """
 
 from __future__ import annotations
 
@@ -246,12 +245,12 @@ def last_voiced_sample(pcm: np.ndarray) -> int:
     return int((loud[-1] + 1) * 160) if len(loud) else len(pcm)
 
 
-def print_paused(runs: dict[str, dict]) -> None:
+def print_paused(runs: dict[str, dict], beside: str = "") -> None:
     first = runs[next(iter(runs))]["recordings"]
     seconds = sum(r["seconds"] for r in first)
-    print(f"\nPaused speech: {len(first)} recordings ({seconds:.0f} s) replayed through the "
-          "voice loop in half duplex, the replies playing in real time (words said while "
-          "Parley talks are not heard); each mode in a fresh process")
+    print(f"\nPaused speech{beside}: {len(first)} recordings ({seconds:.0f} s) replayed "
+          "through the voice loop in half duplex, the replies playing in real time (words "
+          "said while Parley talks are not heard); each mode in a fresh process")
     print(f"  {'end of turn':38s} {'turns':>6s} {'WER':>6s} {'cut inside':>11s} "
           f"{'cut between':>12s} {'not heard':>10s}")
     for mode, run in runs.items():
@@ -364,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["latency", "paused", "cost"])
     parser.add_argument("--no-busy", action="store_true",
-                        help="skip the latency comparison beside one busy process")
+                        help="skip the runs beside one busy process")
     parser.add_argument("--attempt", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     np.seterr(all="ignore")
@@ -384,10 +383,11 @@ def main(argv: list[str] | None = None) -> None:
                 print_latency(runs, ", beside one busy process" if busy else "")
     paused = None
     if args.only in (None, "paused"):
-        runs = {mode: attempt("paused", mode) for mode in MODES}
-        if all(runs.values()):
-            print_paused(runs)
-            paused = runs["smart"]
+        for busy in (False,) if args.no_busy else (False, True):
+            runs = {mode: attempt("paused", mode, busy) for mode in MODES}
+            if all(runs.values()):
+                print_paused(runs, ", beside one busy process" if busy else "")
+                paused = paused or runs["smart"]
     if args.only in (None, "cost"):
         cost = attempt("cost")
         if cost is not None:
