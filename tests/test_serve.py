@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import soxr
-from wyoming.asr import Transcribe, Transcript
+from wyoming.asr import Transcribe, Transcript, TranscriptChunk
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.error import Error
@@ -150,9 +150,53 @@ async def transcribe(server: Server, pcm: Pcm, frames_per_chunk: int = 1024,
             chunk = AudioChunk(pcm.rate, pcm.width, pcm.channels, pcm.audio[at:at + step])
             await client.write_event(chunk.event())
         await client.write_event(AudioStop().event())
-        events = await read_until(client, "transcript", "error")
-    assert shown(events) == ["transcript"]
-    return Transcript.from_event(events[-1])
+        events = await read_until(client, "transcript-stop", "error")
+    kinds = shown(events)
+    # Streamed as Wyoming says (the transcript is also sent whole), and audio sent faster
+    # than it is spoken gets no passes while it comes: its words are one chunk.
+    assert kinds in (["transcript-start", "transcript", "transcript-stop"],
+                     ["transcript-start", "transcript-chunk", "transcript", "transcript-stop"]
+                     ), kinds
+    transcript = Transcript.from_event(events[-2])
+    assert chunked(events) == transcript.text
+    return transcript
+
+
+def chunked(events: list[Event]) -> str:
+    """The transcript-chunk texts, joined."""
+    return "".join(TranscriptChunk.from_event(e).text for e in events
+                   if e.type == "transcript-chunk")
+
+
+async def transcribe_as_spoken(server: Server, pcm16: np.ndarray) -> tuple[list[Event],
+                                                                           list[Event]]:
+    """Audio sent at the pace it is spoken, as a satellite streams it, 100 ms a chunk: the
+    events that came while it was sent, and those after audio-stop."""
+    loop = asyncio.get_running_loop()
+    async with connection(server) as client:
+        await client.write_event(Transcribe(language="en").event())
+        await client.write_event(AudioStart(RATE, 2, 1).event())
+        came: list[Event] = []
+
+        async def read() -> None:
+            while True:
+                event = await client.read_event()
+                assert event is not None, f"the connection closed; came: {shown(came)}"
+                came.append(event)
+                if event.type in ("transcript-stop", "error"):
+                    return
+
+        reader = asyncio.create_task(read())
+        step, began = RATE // 10, loop.time()
+        for n, at in enumerate(range(0, len(pcm16), step), start=1):
+            piece = pcm16[at:at + step].astype("<i2").tobytes()
+            await client.write_event(AudioChunk(RATE, 2, 1, piece).event())
+            await asyncio.sleep(max(0.0, began + n * 0.1 - loop.time()))
+        while_speaking = len(came)
+        await client.write_event(AudioStop().event())
+        client.read_timeout = WORK_S
+        await asyncio.wait_for(reader, WORK_S)
+    return came[:while_speaking], came[while_speaking:]
 
 
 @dataclass(frozen=True)
@@ -304,6 +348,7 @@ def test_describe_tells_home_assistant_about_speech_to_text_text_to_speech_and_c
     assert asr.name == "parley" and asr.installed
     assert asr.models and all(m.installed for m in asr.models), asr
     assert asr.models[0].languages == ["en"]
+    assert asr.supports_transcript_streaming is True
     assert tts.name == "parley" and tts.installed
     assert tts.voices and all(v.installed for v in tts.voices), tts
     assert re.fullmatch(r"en_US-[\w]+-\w+", tts.voices[0].name), tts.voices[0].name
@@ -363,6 +408,24 @@ def test_a_recording_is_transcribed_in_whatever_format_it_is_sent(server, record
     transcript = asyncio.run(transcribe(server, pcm))
     assert "young man" in heard(transcript), transcript
     assert transcript.language == "en"
+
+
+def test_words_come_as_transcript_chunks_while_the_speech_is_still_coming(server):
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    reading = samples.librivox()[0]  # 7 s: "and mister john dashwood had then leisure…"
+    during, after = asyncio.run(transcribe_as_spoken(server, reading.pcm))
+    kinds = shown(during)
+    assert kinds[:2] == ["transcript-start", "transcript-chunk"], kinds
+    assert set(kinds[1:]) == {"transcript-chunk"}, kinds
+    assert "john" in chunked(during).lower(), chunked(during)
+    assert shown(after)[-2:] == ["transcript", "transcript-stop"], shown(after)
+    # What counts is the whole audio's transcript: the same as for the recording sent at
+    # once, with no passes.
+    transcript = Transcript.from_event(after[-2])
+    at_once = asyncio.run(transcribe(server, converted(reading.pcm, RATE, 2, 1)))
+    assert transcript.text == at_once.text
+    assert "dashwood" in heard(transcript), transcript
 
 
 def test_silence_is_transcribed_as_no_text(server):

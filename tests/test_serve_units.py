@@ -10,8 +10,9 @@ import pytest
 
 from assistant.serve.conversations import Conversations, ConversationsBusy, conversation_id
 from assistant.serve.engines import Engines
+from assistant.serve.live import TranscriptChunks, WordsSoFar
 from assistant.serve.wire import MAX_DATA_BYTES, MAX_LINE_BYTES, ClientError, read_event
-from models.speech import TextToSpeech
+from models.speech import TextToSpeech, Transcript
 from tests.support.clocks import ManualClock
 
 
@@ -157,3 +158,116 @@ def test_two_clients_long_texts_take_turns_a_sentence_at_a_time():
     # The short text waited for one sentence of the long one, not for all five.
     assert voice.spoken.index("Short one.") <= 2, voice.spoken
     assert len(voice.spoken) == 6
+
+
+# -- words while the audio comes (transcript-chunk) ---------------------------------------
+
+def test_a_chunk_is_the_words_two_passes_agree_on_each_sent_once():
+    chunks = TranscriptChunks()
+    assert chunks.heard("And so my") is None  # one pass: nothing is sure yet
+    assert chunks.heard("And so my fellow") == "And so my"
+    assert chunks.heard("And so my fellow Americans,") == " fellow"
+    assert chunks.heard("And so my fellow Americans, ask not") == " Americans,"
+    # The whole audio's transcript completes them: the chunks add up to it.
+    final = "And so my fellow Americans, ask not what your country can do for you."
+    rest = chunks.rest(final)
+    assert rest == " ask not what your country can do for you."
+    assert chunks.sent == final
+
+
+def test_a_transcript_that_heard_the_sent_words_otherwise_gets_no_last_chunk():
+    chunks = TranscriptChunks()
+    chunks.heard("Set a timer for")
+    assert chunks.heard("Set a timer for ten") == "Set a timer for"
+    # The transcript, which the client takes as it is, heard them otherwise.
+    assert chunks.rest("Set the timer for ten minutes.") is None
+    assert chunks.sent == "Set a timer for"
+
+
+def test_a_recording_sent_at_once_gets_no_passes_only_its_transcript():
+    class Counting:
+        calls = 0
+
+        def transcribe(self, pcm):
+            Counting.calls += 1
+            return Transcript("words", -0.1)
+
+    sent: list[str] = []
+
+    async def send(event) -> None:
+        sent.append(event.type)
+
+    async def go() -> None:
+        engines = Engines(stt=Counting(), tts=None)  # type: ignore[arg-type]
+        try:
+            words = WordsSoFar(engines, 1.0, 16000, send)
+            for second in range(1, 6):  # five seconds of audio in no time at all
+                words.grew(second * 16000, lambda: np.zeros(16000, np.int16))
+            await words.settled()
+            await words.before_transcript("words")
+            await words.after_transcript()
+        finally:
+            engines.close()
+
+    asyncio.run(go())
+    assert Counting.calls == 0
+    assert sent == ["transcript-start", "transcript-chunk", "transcript-stop"]
+
+
+def test_audio_coming_as_it_is_spoken_gets_its_words_before_its_transcript():
+    said = "he was not an ill disposed young man".split()
+
+    class Growing:
+        """Hears a word more for each second of audio."""
+
+        def transcribe(self, pcm):
+            return Transcript(" ".join(said[: len(pcm) // 16000]), -0.1)
+
+    sent: list[tuple[str, str]] = []
+
+    async def send(event) -> None:
+        sent.append((event.type, (event.data or {}).get("text", "")))
+
+    clock = ManualClock()
+
+    async def go() -> None:
+        engines = Engines(stt=Growing(), tts=None)  # type: ignore[arg-type]
+        try:
+            words = WordsSoFar(engines, 1.0, 16000, send, clock=clock)
+            for second in range(1, 5):
+                clock.sleep(1.0)
+                words.grew(second * 16000, lambda s=second: np.zeros(s * 16000, np.int16))
+                await words.settled()
+            # A pass a second; each keeps the word the one before it heard too.
+            assert [kind for kind, _ in sent] == ["transcript-start", "transcript-chunk",
+                                                  "transcript-chunk", "transcript-chunk"]
+            await words.before_transcript(" ".join(said))
+            await words.after_transcript()
+        finally:
+            engines.close()
+
+    asyncio.run(go())
+    chunks = [text for kind, text in sent if kind == "transcript-chunk"]
+    assert chunks == ["he", " was", " not", " an ill disposed young man"]
+    assert sent[-1][0] == "transcript-stop"
+
+
+def test_with_live_transcripts_off_a_transcription_is_its_transcript_alone():
+    sent: list[str] = []
+
+    async def send(event) -> None:
+        sent.append(event.type)
+
+    async def go() -> None:
+        engines = Engines(stt=None, tts=None)  # type: ignore[arg-type]
+        try:
+            words = WordsSoFar(engines, 0.0, 16000, send, clock=ManualClock())
+            words.grew(5 * 16000, lambda: np.zeros(5 * 16000, np.int16))
+            await words.settled()
+            await words.before_transcript("he was not an ill disposed young man")
+            await words.after_transcript()
+        finally:
+            engines.close()
+
+    asyncio.run(go())
+    assert sent == []

@@ -101,10 +101,11 @@ def _serve(args: argparse.Namespace, console: Console, address, model, create) -
     voice_name = Path(tts.path).name.removesuffix(".onnx")
     engines = Engines(stt, tts)
     info = describe(stt_label(args), voice_name, tts.language, model.name,
-                    importlib.metadata.version("parley"))
+                    importlib.metadata.version("parley"), args.live_transcript_s > 0)
     conversations = Conversations(create, args.max_conversations,
                                   args.conversation_minutes * 60)
-    server = WyomingServer(Service(engines, conversations, voice_name, info), address)
+    server = WyomingServer(Service(engines, conversations, voice_name, info,
+                                   args.live_transcript_s), address)
 
     def ready(uri: str) -> None:
         print(f"Parley is serving Wyoming at {uri}: speech-to-text, text-to-speech and "

@@ -214,9 +214,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--barge-in", _switch, None, "listen while speaking: your speech stops the reply "
             "(use a headset or --echo-cancel; default: on with --echo-cancel)", "listening",
             _SPEECH),
-    Setting("--live-transcript-s", _number, 1.0, "show your words while you speak, "
-            "transcribing again each time you said this many seconds more (default 1; 0: "
-            "only once you pause, which saves CPU)", "listening", _SPEECH),
+    Setting("--live-transcript-s", _number, 1.0, "your words while you speak: transcribed "
+            "again each time you said this many seconds more, shown by voice, sent as "
+            "transcript-chunk by serve (default 1; 0: only once you pause, which saves CPU)",
+            "listening", _SPEECH_ENGINES),
     Setting("--echo-tail-ms", _whole, 300, "without --barge-in, keep ignoring the microphone "
             "this long after speaking (default 300)", "listening", _SPEECH),
 )

@@ -31,6 +31,7 @@ from wyoming.tts import (
 
 from assistant.sentences import SentenceSplitter
 from assistant.serve.conversations import ConversationsBusy, conversation_id
+from assistant.serve.live import WordsSoFar
 from assistant.serve.service import Service
 from assistant.serve.wire import ClientError, read_event, write_event
 from audio.convert import AudioFormatError, PcmConverter, PcmFormat
@@ -75,6 +76,8 @@ class Recording:
     """Audio coming in for one transcription, converted as it comes."""
 
     converter: PcmConverter
+    words: WordsSoFar
+    """Its words while it comes (transcript-chunk), when the server streams them."""
     pieces: list[np.ndarray]
     samples: int = 0
 
@@ -84,6 +87,10 @@ class Recording:
         if self.samples > MAX_AUDIO_SECONDS * self.converter.rate:
             raise ClientError("audio-too-long", f"More than {MAX_AUDIO_SECONDS} s of audio "
                                                 "came for one transcription; it was dropped.")
+        self.words.grew(self.samples, self.pcm)
+
+    def pcm(self) -> np.ndarray:
+        return np.concatenate(self.pieces) if self.pieces else np.zeros(0, np.int16)
 
 
 class Connection:
@@ -115,11 +122,13 @@ class Connection:
                         return
                 except EngineError as exc:  # that request failed; the next may not
                     log.debug("an engine failed", exc_info=True)
-                    self.recording = self.streaming = None
+                    self.drop_recording()
+                    self.streaming = None
                     await self.send(ClientError("engine-failed", f"{exc}. Try again.").event())
         except (ConnectionError, asyncio.IncompleteReadError):
             log.debug("a client left mid-request")
         finally:
+            self.drop_recording()
             self.writer.close()
 
     async def handle(self, event: WyomingEvent) -> None:
@@ -138,8 +147,12 @@ class Connection:
                 raise ClientError("unsupported-language", f"Parley's speech-to-text hears "
                                                           f"English, not {language!r}.")
         elif AudioStart.is_type(kind):
-            self.recording, self.dropped = None, True  # until its format is known good
-            self.recording, self.dropped = Recording(PcmConverter(audio_format(data)), []), False
+            self.drop_recording()
+            self.dropped = True  # until its format is known good
+            converter = PcmConverter(audio_format(data))
+            words = WordsSoFar(self.service.engines, self.service.live_transcript_s,
+                               converter.rate, self.send)
+            self.recording, self.dropped = Recording(converter, words, []), False
         elif AudioChunk.is_type(kind):
             self.add_audio(event)
         elif AudioStop.is_type(kind):
@@ -179,8 +192,14 @@ class Connection:
                 recording.converter = PcmConverter(chunk_format)
             recording.add(recording.converter.feed(event.payload or b""))
         except ClientError:
-            self.recording, self.dropped = None, True
+            self.drop_recording()
+            self.dropped = True
             raise
+
+    def drop_recording(self) -> None:
+        if self.recording is not None:
+            self.recording.words.cancel()
+        self.recording = None
 
     async def transcribe(self) -> None:
         recording, self.recording = self.recording, None
@@ -190,12 +209,16 @@ class Connection:
         if recording is None:
             raise ClientError("no-audio-start", "audio-stop came without audio-start.")
         recording.add(recording.converter.finish())
-        pcm = np.concatenate(recording.pieces) if recording.pieces else np.zeros(0, np.int16)
+        pcm = recording.pcm()
         started = time.monotonic()
+        await recording.words.settled()
         heard = await self.service.engines.transcribe(pcm)
         log.debug("speech-to-text: %.1f s of audio in %.0f ms", len(pcm) / recording.converter.rate,
                   (time.monotonic() - started) * 1000)
+        # Streaming: transcript-start, the chunks, the transcript, transcript-stop.
+        await recording.words.before_transcript(heard.text)
         await self.send(WyomingTranscript(text=heard.text, language="en").event())
+        await recording.words.after_transcript()
 
     # -- text-to-speech -----------------------------------------------------------------
 

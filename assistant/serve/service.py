@@ -33,6 +33,9 @@ class Service:
     conversations: Conversations
     voice_name: str
     info: WyomingEvent
+    live_transcript_s: float = 0.0
+    """Each time this much more audio came, a transcription's words so far are sent as
+    transcript chunks (0: only its transcript at the end)."""
     background: set[asyncio.Task] = field(default_factory=set)
     """Summaries being written ahead, each holding its conversation."""
 
@@ -54,11 +57,12 @@ class Service:
 
 
 def describe(stt_name: str, voice_name: str, voice_language: str, model_name: str,
-             version: str) -> WyomingEvent:
+             version: str, streams_transcripts: bool = False) -> WyomingEvent:
     """The `info` answer: speech-to-text, text-to-speech and conversation (handle)."""
     asr = AsrProgram(
         name=PROGRAM, attribution=ATTRIBUTION, installed=True, version=version,
         description="Parley's speech-to-text (Whisper, through faster-whisper)",
+        supports_transcript_streaming=streams_transcripts,
         models=[AsrModel(name=stt_name, attribution=WHISPER, installed=True,
                          description="Whisper", version=None, languages=["en"])])
     tts = TtsProgram(

@@ -26,7 +26,7 @@ from models.speech import STT_SAMPLE_RATE
 _NOT_WORD = re.compile(r"[^\w']+")
 
 
-def _same_word(a: str, b: str) -> bool:
+def same_word(a: str, b: str) -> bool:
     """Two passes' spellings of a word agree: punctuation and case do not matter
     ("Americans," and "Americans" are one word)."""
     return _NOT_WORD.sub("", a.lower()) == _NOT_WORD.sub("", b.lower())
@@ -58,7 +58,7 @@ class LocalAgreement:
         words = text.split()
         agreed = 0
         for before, now in zip(self._last, words, strict=False):
-            if not _same_word(before, now):
+            if not same_word(before, now):
                 break
             agreed += 1
         # Kept words stay as they were, even if this pass heard them otherwise: the screen
@@ -72,7 +72,7 @@ class LocalAgreement:
 
     def _agrees_with_kept(self, words: list[str]) -> bool:
         return len(words) >= len(self._kept) and all(
-            _same_word(a, b) for a, b in zip(self._kept, words, strict=False))
+            same_word(a, b) for a, b in zip(self._kept, words, strict=False))
 
 
 class LiveTranscript:
