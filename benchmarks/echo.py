@@ -17,7 +17,11 @@ room noise at -60 dBFS. Through the real segmenter, Whisper and WebRTC's AEC3, a
   echo and 6 dB louder, heard at okay_nabu's own cutoff and at the one Parley uses while
   it speaks with the canceller on; and the highest score Parley's cancelled voice alone
   reaches;
-- CPU: the canceller's share of one core.
+- CPU: the canceller's share of one core;
+- the echo probe (half duplex, no canceller): whether the start of each reply is judged
+  Parley's echo (speakers) or not (a headset), at speaker couplings from -6 to -40 dB, what
+  of Parley's own voice is heard where it is judged clear, and whether a person on a
+  headset who goes on 0.1–1.0 s into a reply is heard whole.
 
 Figures are printed, never asserted.
 """
@@ -33,6 +37,7 @@ import numpy as np
 import soxr
 
 from audio.echo import FRAME, EchoCanceller
+from audio.echo_probe import EchoProbe, Verdict
 from audio.segmenter import (
     ECHO_CANCELLED_FLOOR_DBFS,
     Segmenter,
@@ -262,17 +267,128 @@ def wake_word_over_voice(replies) -> None:
                   f"{alone:>12.3f}")
 
 
+PROBE_ROOMS = {"headset (no echo)": None, "direct -6 dB": (-6.0, False),
+               "direct -12 dB": (-12.0, False), "reverberant -6 dB": (-6.0, True),
+               "direct -20 dB": (-20.0, False), "direct -30 dB": (-30.0, False),
+               "direct -40 dB": (-40.0, False)}
+"""The rooms of the other parts, a headset, and speakers turned down or far from the
+microphone (the echo -20 to -40 dB below what was played)."""
+GOING_ON_S = (0.1, 0.2, 0.3, 0.6, 1.0)
+"""Where into a reply the person on the headset goes on talking."""
+FIRST_MOMENTS_S = 1.5
+"""How long into a reply half duplex listens, at most, for a user who goes on."""
+
+
+def room_noise(rng, seconds: float) -> np.ndarray:
+    return rng.normal(0, 32768 * 10 ** (-60 / 20), int(seconds * RATE))
+
+
+OUTPUT_LATENCY_S = 0.1
+"""The sound device's buffer (what `Speaker` asks for): the echo comes this much later."""
+
+
+def int16(pcm: np.ndarray) -> np.ndarray:
+    return np.clip(pcm, -32768, 32767).astype(np.int16)
+
+
+def probed(probe: EchoProbe, quiet: np.ndarray, microphone_pcm: np.ndarray,
+           far: np.ndarray | None) -> tuple[Verdict, np.ndarray]:
+    """A reply as Parley plays it: the room's quiet heard before it, then the microphone
+    while it plays, in 30 ms blocks; the reply's own audio (`far`) shown to the probe
+    as it is handed to the output, unless None. The verdict, and what is heard in the
+    first moments (nothing where it is judged an echo)."""
+    for at in range(0, len(quiet) - BLOCK + 1, BLOCK):
+        probe.quiet(int16(quiet[at:at + BLOCK]))
+    if far is not None:
+        probe.far(int16(far))
+    first = microphone_pcm[:int(FIRST_MOMENTS_S * RATE)]
+    verdict, heard = Verdict.WAIT, []
+    for at in range(0, len(first), BLOCK):
+        verdict, blocks = probe.playing(int16(first[at:at + BLOCK]))
+        heard += blocks
+    heard += probe.ended()
+    return verdict, np.concatenate(heard) if heard else np.zeros(0, np.int16)
+
+
+def said_in(pcm: np.ndarray, stt) -> str:
+    return " ".join(stt.transcribe(u.speech_pcm).text for u in utterances(pcm, floor=False)
+                    if isinstance(u, Utterance))
+
+
+def echo_probe(replies, stt) -> None:
+    print(f"\nThe echo probe (half duplex): {len(replies)} replies played into each room after "
+          "1.5 s of its quiet, the echo arriving after the device's 0.1 s and the room's "
+          "delay, judged from the first 400 ms; what is heard of the first "
+          f"{FIRST_MOMENTS_S:g} s where they are judged clear. By the level alone, and "
+          "with the reply's own audio looked for in the microphone (Parley's)")
+    print(f"  {'room':<20}{'the level alone':>26}{'with the reply':>28}")
+    print(f"  {'':<20}{'echo':>8}{'clear':>7}{'own words':>11}{'echo':>10}{'clear':>7}"
+          f"{'own words':>11}")
+    lead = np.zeros(int(OUTPUT_LATENCY_S * RATE))
+    for name, room in PROBE_ROOMS.items():
+        row = ""
+        for shown in (False, True):
+            rng, probe = np.random.default_rng(3), EchoProbe()
+            verdicts, own = [], 0
+            for reply in replies:
+                mic = (room_noise(rng, len(reply) / RATE) if room is None else through_room(
+                    np.concatenate([lead, reply]), room_response(*room), rng))
+                verdict, heard = probed(probe, room_noise(rng, 1.5), mic,
+                                        reply[:RATE] if shown else None)
+                verdicts.append(verdict)
+                if verdict is Verdict.CLEAR and room is not None:
+                    own += len(words(said_in(heard, stt)))
+            row += (f"{verdicts.count(Verdict.ECHO):>{8 if not shown else 10}}"
+                    f"{verdicts.count(Verdict.CLEAR):>7}{own:>11}")
+        print(f"  {name:<20}{row}")
+    print(f"  ({sum(len(words(t)) for t in REPLIES)} words were spoken in all; 'own words': "
+          "Parley's voice transcribed where the probe let the microphone be heard)")
+    headset(replies, stt)
+
+
+def headset(replies, stt) -> None:
+    import jiwer
+
+    people = talkers()
+    print(f"\nOn a headset, {len(people)} people (LibriVox and espeak-ng) go on talking "
+          "into a reply's first moments, after one reply showed the microphone does not "
+          "hear Parley; 'whole': their words as Whisper hears them alone")
+    print(f"  {'into the reply':<16}{'whole':>7}{'word errors':>13}")
+
+    def error(text: str, said: str) -> float:
+        return min(1.0, jiwer.wer(" ".join(words(text)), " ".join(words(said)) or "-"))
+
+    alone = [error(text, stt.transcribe(int16(voice)).text) for voice, text in people]
+    for onset_s in GOING_ON_S:
+        whole, errors = 0, []
+        for index, (voice, text) in enumerate(people):
+            rng, probe = np.random.default_rng(10 + index), EchoProbe()
+            reply = replies[index % len(replies)][:RATE]
+            probed(probe, room_noise(rng, 1.5), room_noise(rng, 2.0), reply)  # one before
+            onset = int(onset_s * RATE)
+            mic = room_noise(rng, onset_s + len(voice) / RATE + 1.0)
+            mic[onset:onset + len(voice)] += voice * 3000 / speech_rms(voice)
+            # What the first moments hold back and hear, then the rest as the turn goes on.
+            verdict, heard = probed(probe, room_noise(rng, 1.5), mic, reply)
+            rest = mic[int(FIRST_MOMENTS_S * RATE):] if verdict is Verdict.CLEAR else []
+            errors.append(error(text, said_in(np.concatenate([heard, int16(rest)]), stt)))
+            whole += errors[-1] <= alone[index]
+        print(f"  {f'{onset_s:g} s':<16}{whole:>4}/{len(people)}"
+              f"{100 * statistics.mean(errors):>12.0f}%")
+    print(f"  word errors: Whisper on the same people alone: {100 * statistics.mean(alone):.0f}%")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.echo",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=("own-voice", "barge-in", "wake-word"))
+    parser.add_argument("--only", choices=("own-voice", "barge-in", "wake-word", "probe"))
     args = parser.parse_args(argv)
     missing = espeak.missing_reason() or (None if samples.available()
                                           else samples.missing_reason())
     if missing:
         raise SystemExit(f"bench: {missing}")
     replies = parley_replies()
-    if args.only in (None, "own-voice", "barge-in"):  # the wake word needs no Whisper
+    if args.only in (None, "own-voice", "barge-in", "probe"):  # the wake word needs none
         from models.whisper_stt import WhisperSpeechToText
 
         stt = WhisperSpeechToText(None)
@@ -282,6 +398,8 @@ def main(argv: list[str] | None = None) -> None:
         barge_in(replies, stt)
     if args.only in (None, "wake-word"):
         wake_word_over_voice(replies)
+    if args.only in (None, "probe"):
+        echo_probe(replies, stt)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,11 @@ of each reply, so half duplex may listen through a reply's first moments."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from audio.echo_probe import EchoProbe, Verdict
+from tests.support import speech_samples as samples
+from tests.support.clips import speechlike
 
 RATE = 16000
 BLOCK = RATE // 50  # 20 ms
@@ -79,3 +82,75 @@ def test_each_reply_is_judged_afresh_and_a_short_one_gives_back_what_it_held():
     verdicts, heard = play(probe, short)
     assert verdicts == [Verdict.WAIT] * 5 and heard == []
     assert len(probe.ended()) == 5
+
+
+# -- the reply's own audio, looked for in the microphone -----------------------------------
+
+def speech(index: int) -> np.ndarray:
+    """A person reading (LibriVox), for Parley's reply or for the user."""
+    if not samples.available():
+        pytest.skip(samples.missing_reason())
+    return samples.librivox()[index].pcm
+
+
+def room(far: np.ndarray, gain_db: float, delay_ms: int, seed: int) -> np.ndarray:
+    """What a microphone `gain_db` below the speaker hears of `far`, `delay_ms` after it
+    was handed over (the output's buffer and the room), in the room's -62 dBFS quiet."""
+    delay = RATE * delay_ms // 1000
+    echo = np.concatenate([np.zeros(delay), far.astype(np.float64)])[:len(far)]
+    quiet = np.concatenate(noise(-62, len(far) // BLOCK + 1, seed))[:len(far)]
+    return np.clip(echo * 10 ** (gain_db / 20) + quiet, -32768, 32767).astype(np.int16)
+
+
+def blocks_of(pcm: np.ndarray) -> list[np.ndarray]:
+    return [pcm[at:at + BLOCK] for at in range(0, len(pcm) - BLOCK + 1, BLOCK)]
+
+
+@pytest.mark.parametrize("delay_ms", [60, 160])
+def test_parleys_voice_too_quiet_for_the_level_is_found_by_its_own_audio(delay_ms):
+    reply = speech(0)[RATE // 2:2 * RATE]
+    mic = room(reply, -36.0, delay_ms, seed=11)  # a speaker turned down, or far away
+    level_only = probe_in_a_quiet_room()
+    verdicts, heard = play(level_only, blocks_of(mic))
+    assert Verdict.ECHO not in verdicts and heard  # the level alone lets it be heard
+    probe = probe_in_a_quiet_room()
+    probe.far(reply)
+    verdicts, heard = play(probe, blocks_of(mic))
+    assert Verdict.ECHO in verdicts and heard == [], probe.echo_peak(mic[1600:6400])
+    assert probe.echo_free is False
+
+
+def test_a_person_on_a_headset_talking_as_the_reply_starts_is_heard_whole():
+    reply = speech(0)[RATE // 2:2 * RATE]
+    person = speech(3)[:RATE]
+    mic = room(np.zeros(len(person)), 0.0, 0, seed=12) + person  # no echo, only them
+    probe = probe_in_a_quiet_room()
+    probe.echo_free = True  # an earlier reply showed the microphone does not hear Parley
+    probe.far(reply)
+    verdicts, heard = play(probe, blocks_of(mic))
+    assert Verdict.ECHO not in verdicts and len(heard) == len(blocks_of(mic))
+    assert probe.echo_free is True
+
+
+def test_the_reply_heard_again_after_a_headset_was_taken_off_is_an_echo_however_loud():
+    probe = probe_in_a_quiet_room()
+    play(probe, noise(-61, 20, seed=13))  # on a headset: no echo
+    probe.ended()
+    assert probe.echo_free is True
+    reply = speech(2)[:RATE]
+    probe.far(reply)  # now on speakers: a loud echo is not the user talking
+    verdicts, heard = play(probe, blocks_of(room(reply, -6.0, 60, seed=14)))
+    assert Verdict.ECHO in verdicts and heard == []
+    assert probe.echo_free is False
+
+
+def test_a_voice_sharing_a_pure_tone_s_frequencies_is_not_its_echo():
+    # A tone has nothing at most frequencies: their noise must not count as agreement.
+    t = np.arange(RATE) / RATE
+    tone = (np.sin(2 * np.pi * 330 * t) * 2000).astype(np.int16)
+    probe = probe_in_a_quiet_room()
+    probe.echo_free = True
+    probe.far(tone)
+    buzz = speechlike(1.0, 9000)  # harmonics of 140 Hz, sweeping past 330 Hz
+    verdicts, heard = play(probe, blocks_of(buzz))
+    assert Verdict.ECHO not in verdicts and len(heard) == len(blocks_of(buzz))

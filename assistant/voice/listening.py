@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 
 import numpy as np
+import soxr
 
 from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turns import TurnRecord, VoiceSettings
@@ -39,6 +40,26 @@ LOOKBACK_SAMPLES = SAMPLE_RATE * 120 // 1000
 HEARD_WORD_S = 5.0
 """After the wake word, the request must begin within this long (or the follow-up window,
 if longer)."""
+
+
+class TappedOutput:
+    """The output, as the parts that play replies use it: each chunk played (but the wake
+    chime) is also given to `tap`, with its rate. Everything else is the output's own."""
+
+    def __init__(self, output: AudioOutput,
+                 tap: Callable[[np.ndarray, int], None]) -> None:
+        self._output, self._tap = output, tap
+
+    def play(self, pcm: np.ndarray, sample_rate: int, cancel_echo: bool = True) -> None:
+        self._output.play(pcm, sample_rate, cancel_echo)
+        if cancel_echo:
+            try:
+                self._tap(pcm, sample_rate)
+            except Exception:  # what listens must never stop what plays
+                log.debug("the played audio could not be looked at", exc_info=True)
+
+    def __getattr__(self, name: str):
+        return getattr(self._output, name)
 
 
 class Listener:
@@ -81,6 +102,15 @@ class Listener:
         if self.wake_word is not None:
             return False
         return self.settings.barge_in or self.echo_probe.echo_free is True
+
+    def played(self, pcm: np.ndarray, sample_rate: int) -> None:
+        """A chunk of a reply went to the output: the echo probe looks for it in the
+        microphone (half duplex; with barge-in or a wake word the probe is not used)."""
+        if self.settings.barge_in or self.wake_word is not None or not self.echo_probe.wants_far:
+            return
+        if sample_rate != SAMPLE_RATE:
+            pcm = soxr.resample(pcm, sample_rate, SAMPLE_RATE)
+        self.echo_probe.far(pcm)
 
     def hear(self, pcm: np.ndarray, speech: SpokenReply | None, may_continue: bool,
              in_speech: bool) -> list[np.ndarray] | None:

@@ -33,7 +33,7 @@ from assistant.events import Event, Status, Wake
 from assistant.timers import Timer
 from assistant.voice.confirm import SpokenConfirmation
 from assistant.voice.end_of_turn import EndOfTurn
-from assistant.voice.listening import Listener
+from assistant.voice.listening import Listener, TappedOutput
 from assistant.voice.reply_worker import ReplyWorker
 from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turn_log import TurnLog
@@ -82,13 +82,15 @@ class VoiceLoop:
         self.log = TurnLog(clock, self.render, keep_records)
         self.listener = Listener(self.settings, clock, output, segmenter, wake_word,
                                  tts.sample_rate)
+        # What replies play is shown to the echo probe, which looks for it in the microphone.
+        played = TappedOutput(output, self.listener.played)
         self.between_turns = BetweenTurns(conversation, self.settings.prefill, clock)
         self.between_turns.expect()  # the worker's first run, before any turn
         self.turns = TurnQueue(self.between_turns.stop)  # a turn goes before that work
-        self.replies = ReplyWorker(conversation, tts, output, self.settings, self.log,
+        self.replies = ReplyWorker(conversation, tts, played, self.settings, self.log,
                                    self.turns, self.between_turns, self.listener, segmenter,
                                    keep_audio)
-        self.end_of_turn = EndOfTurn(self.settings, stt, self.log, self.turns, output,
+        self.end_of_turn = EndOfTurn(self.settings, stt, self.log, self.turns, played,
                                      self.replies.lock, self.listener.without_wake_word,
                                      self.replies.can_continue, self.replies.continue_turn)
         self._audio_lock = threading.Lock()
