@@ -14,8 +14,10 @@ until the reply ends (half duplex as before), unless an earlier reply proved the
 echo: then it is the user talking.
 
 A speaker turned down, or far from the microphone, puts Parley's voice only a few dB above
-the room's quiet: too little for the level, enough for the speech detector and Whisper
-(`benchmarks.echo --only probe`: 27 of Parley's words heard at -30 dB). So where the
+the room's quiet: too little for the level, enough for the speech detector and Whisper;
+and a reply that begins with a breath of silence, its echo late behind the device's
+buffer, leaves most of the probe quiet however loud it is (`benchmarks.echo --only
+probe`: 28 of Parley's words heard at -30 dB, 10 at -6 dB). So where the
 reply's own audio is known (`far`), the probe also looks for it in the microphone: the
 cross-correlation of the two, whitened (GCC-PHAT, which keeps a delayed and filtered copy's
 peak sharp whatever the room), has a peak far above its own spread when the microphone
