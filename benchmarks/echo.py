@@ -16,12 +16,10 @@ room noise at -60 dBFS. Through the real segmenter, Whisper and WebRTC's AEC3, a
 - the wake word over Parley's voice: "Okay Nabu." said 1 s into a reply, as loud as its
   echo and 6 dB louder, heard at okay_nabu's own cutoff and at the one Parley uses while
   it speaks with the canceller on; and the highest score Parley's cancelled voice alone
-  reaches;
-- CPU: the canceller's share of one core;
-- the echo probe (half duplex, no canceller): whether the start of each reply is judged
-  Parley's echo (speakers) or not (a headset), at speaker couplings from -6 to -40 dB, what
-  of Parley's own voice is heard where it is judged clear, and whether a person on a
-  headset who goes on 0.1–1.0 s into a reply is heard whole.
+  reaches; CPU: the canceller's share of one core;
+- the echo probe (half duplex, no canceller): each reply's start judged an echo or not,
+  from -6 to -40 dB and on a headset, what of Parley's voice is heard where it is judged
+  clear, and whether a person on a headset going on 0.1–1.0 s into a reply is heard.
 
 Figures are printed, never asserted.
 """
@@ -267,12 +265,9 @@ def wake_word_over_voice(replies) -> None:
                   f"{alone:>12.3f}")
 
 
-PROBE_ROOMS = {"headset (no echo)": None, "direct -6 dB": (-6.0, False),
-               "direct -12 dB": (-12.0, False), "reverberant -6 dB": (-6.0, True),
-               "direct -20 dB": (-20.0, False), "direct -30 dB": (-30.0, False),
-               "direct -40 dB": (-40.0, False)}
-"""The rooms of the other parts, a headset, and speakers turned down or far from the
-microphone (the echo -20 to -40 dB below what was played)."""
+PROBE_ROOMS = {"headset (no echo)": None, **ROOMS, "direct -20 dB": (-20.0, False),
+               "direct -30 dB": (-30.0, False), "direct -40 dB": (-40.0, False)}
+"""A headset, the rooms above, and speakers turned down or far from the microphone."""
 GOING_ON_S = (0.1, 0.2, 0.3, 0.6, 1.0)
 """Where into a reply the person on the headset goes on talking."""
 FIRST_MOMENTS_S = 1.5
@@ -341,7 +336,7 @@ def echo_probe(replies, stt) -> None:
             row += (f"{verdicts.count(Verdict.ECHO):>{8 if not shown else 10}}"
                     f"{verdicts.count(Verdict.CLEAR):>7}{own:>11}")
         print(f"  {name:<20}{row}")
-    print(f"  ({sum(len(words(t)) for t in REPLIES)} words were spoken in all; 'own words': "
+    print(f"  ({sum(len(words(t)) for t in REPLIES)} words spoken in all; 'own words': "
           "Parley's voice transcribed where the probe let the microphone be heard)")
     headset(replies, stt)
 
@@ -357,7 +352,6 @@ def headset(replies, stt) -> None:
 
     def error(text: str, said: str) -> float:
         return min(1.0, jiwer.wer(" ".join(words(text)), " ".join(words(said)) or "-"))
-
     alone = [error(text, stt.transcribe(int16(voice)).text) for voice, text in people]
     for onset_s in GOING_ON_S:
         whole, errors = 0, []

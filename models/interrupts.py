@@ -38,3 +38,29 @@ def interrupts_kept() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if pressed:
         raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C pressed inside the block until it returns, then raise it.
+
+    While models load, imports run on several threads, and a KeyboardInterrupt raised in
+    the main thread inside importlib's module-lock callback (`_get_module_lock.<locals>.cb`,
+    between its taking of the import lock and its `try`) is "ignored" with the lock still
+    held: every later import, on any thread, then waits forever. So the press is only
+    noted here, and raised where no import is under way. The load is seconds long."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        yield
+        return
+    pressed: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt

@@ -28,6 +28,7 @@ from assistant.cli.tools import running_mcp
 from assistant.timers import Timers
 from assistant.tools import ToolRegistry
 from audio.errors import AudioError
+from models.interrupts import interrupts_deferred
 
 if TYPE_CHECKING:
     from assistant.mcp_client.tools import McpTools
@@ -79,7 +80,10 @@ def _run_voice(args: argparse.Namespace, push_to_talk: bool, console: Console,
     segmenter = build_segmenter(args, cleaned is not None,
                                 lambda line: console.print(f"! {line}", style="bold red"))
     console.print("· Loading the language and speech models…", style="dim")
-    conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
+    # A Ctrl-C while the models load stops Parley once they are loaded: raised mid-load it
+    # could land in importlib's lock callback and leave every later import waiting.
+    with interrupts_deferred():
+        conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
     announce(conversation, console)
     speaker = Speaker(output_device, far_end=far_end if cleaned is not None else None)
     microphone = Microphone(input_device)
