@@ -1,15 +1,14 @@
-"""Ctrl-C that is not lost inside a C library's callback."""
+"""Ctrl-C that is not lost inside a C library's callback, nor raised inside an import."""
 
 from __future__ import annotations
 
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 
-@contextmanager
-def interrupts_kept() -> Iterator[None]:
+def interrupts_kept() -> AbstractContextManager[None]:
     """Raise a Ctrl-C pressed inside the block once the block returns, if it was lost.
 
     Python raises KeyboardInterrupt wherever the main thread is running Python code. While
@@ -18,6 +17,24 @@ def interrupts_kept() -> Iterator[None]:
     on as if the key had never been pressed. The handler notes the press; if the interrupt
     did not come out of the block, it is raised here.
     """
+    return _ctrl_c_noted(raise_at_once=True)
+
+
+def interrupts_deferred() -> AbstractContextManager[None]:
+    """Hold a Ctrl-C pressed inside the block until it returns, then raise it.
+
+    While models load, imports run on several threads, and a KeyboardInterrupt raised in
+    the main thread inside importlib's module-lock callback (`_get_module_lock.<locals>.cb`,
+    between its taking of the import lock and its `try`) is "ignored" with the lock still
+    held: every later import, on any thread, then waits forever. So the press is only
+    noted here, and raised where no import is under way. The load is seconds long."""
+    return _ctrl_c_noted(raise_at_once=False)
+
+
+@contextmanager
+def _ctrl_c_noted(raise_at_once: bool) -> Iterator[None]:
+    """Notes a Ctrl-C pressed inside the block (and, with `raise_at_once`, raises it there
+    as ever), and raises it once the block returns if it did not come out of it."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return
@@ -29,35 +46,10 @@ def interrupts_kept() -> Iterator[None]:
 
     def note(signum, frame) -> None:
         pressed.append(signum)
-        previous(signum, frame)
+        if raise_at_once:
+            previous(signum, frame)
 
     signal.signal(signal.SIGINT, note)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if pressed:
-        raise KeyboardInterrupt
-
-
-@contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C pressed inside the block until it returns, then raise it.
-
-    While models load, imports run on several threads, and a KeyboardInterrupt raised in
-    the main thread inside importlib's module-lock callback (`_get_module_lock.<locals>.cb`,
-    between its taking of the import lock and its `try`) is "ignored" with the lock still
-    held: every later import, on any thread, then waits forever. So the press is only
-    noted here, and raised where no import is under way. The load is seconds long."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGINT)
-    if not callable(previous):
-        yield
-        return
-    pressed: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
     try:
         yield
     finally:

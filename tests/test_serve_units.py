@@ -184,6 +184,41 @@ def test_a_transcript_that_heard_the_sent_words_otherwise_gets_no_last_chunk():
     assert chunks.sent == "Set a timer for"
 
 
+def streamed(stt, every_s: float, seconds: list[int], final: str,
+             each_s: float = 0.0) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """One transcription's `WordsSoFar` over audio that reaches each of `seconds` in turn,
+    `each_s` of the clock apart, then the whole audio's transcript `final`: the events
+    (type, text) sent while the audio came, and those after."""
+    sent: list[tuple[str, str]] = []
+
+    async def send(event) -> None:
+        sent.append((event.type, (event.data or {}).get("text", "")))
+
+    clock = ManualClock()
+
+    async def go() -> int:
+        engines = Engines(stt=stt, tts=None)  # type: ignore[arg-type]
+        try:
+            words = WordsSoFar(engines, every_s, 16000, send, clock=clock)
+            for second in seconds:
+                clock.sleep(each_s)
+                words.grew(second * 16000, lambda s=second: np.zeros(s * 16000, np.int16))
+                await words.settled()
+            while_coming = len(sent)
+            await words.before_transcript(final)
+            await words.after_transcript()
+            return while_coming
+        finally:
+            engines.close()
+
+    while_coming = asyncio.run(go())
+    return sent[:while_coming], sent[while_coming:]
+
+
+def kinds(events: list[tuple[str, str]]) -> list[str]:
+    return [kind for kind, _ in events]
+
+
 def test_a_recording_sent_at_once_gets_no_passes_only_its_transcript():
     class Counting:
         calls = 0
@@ -192,26 +227,11 @@ def test_a_recording_sent_at_once_gets_no_passes_only_its_transcript():
             Counting.calls += 1
             return Transcript("words", -0.1)
 
-    sent: list[str] = []
-
-    async def send(event) -> None:
-        sent.append(event.type)
-
-    async def go() -> None:
-        engines = Engines(stt=Counting(), tts=None)  # type: ignore[arg-type]
-        try:
-            words = WordsSoFar(engines, 1.0, 16000, send)
-            for second in range(1, 6):  # five seconds of audio in no time at all
-                words.grew(second * 16000, lambda: np.zeros(16000, np.int16))
-            await words.settled()
-            await words.before_transcript("words")
-            await words.after_transcript()
-        finally:
-            engines.close()
-
-    asyncio.run(go())
+    # Five seconds of audio in no time at all.
+    during, after = streamed(Counting(), 1.0, [1, 2, 3, 4, 5], "words")
     assert Counting.calls == 0
-    assert sent == ["transcript-start", "transcript-chunk", "transcript-stop"]
+    assert during == []
+    assert kinds(after) == ["transcript-start", "transcript-chunk", "transcript-stop"]
 
 
 def test_audio_coming_as_it_is_spoken_gets_its_words_before_its_transcript():
@@ -223,51 +243,16 @@ def test_audio_coming_as_it_is_spoken_gets_its_words_before_its_transcript():
         def transcribe(self, pcm):
             return Transcript(" ".join(said[: len(pcm) // 16000]), -0.1)
 
-    sent: list[tuple[str, str]] = []
-
-    async def send(event) -> None:
-        sent.append((event.type, (event.data or {}).get("text", "")))
-
-    clock = ManualClock()
-
-    async def go() -> None:
-        engines = Engines(stt=Growing(), tts=None)  # type: ignore[arg-type]
-        try:
-            words = WordsSoFar(engines, 1.0, 16000, send, clock=clock)
-            for second in range(1, 5):
-                clock.sleep(1.0)
-                words.grew(second * 16000, lambda s=second: np.zeros(s * 16000, np.int16))
-                await words.settled()
-            # A pass a second; each keeps the word the one before it heard too.
-            assert [kind for kind, _ in sent] == ["transcript-start", "transcript-chunk",
-                                                  "transcript-chunk", "transcript-chunk"]
-            await words.before_transcript(" ".join(said))
-            await words.after_transcript()
-        finally:
-            engines.close()
-
-    asyncio.run(go())
-    chunks = [text for kind, text in sent if kind == "transcript-chunk"]
+    during, after = streamed(Growing(), 1.0, [1, 2, 3, 4], " ".join(said), each_s=1.0)
+    # A pass a second; each keeps the word the one before it heard too.
+    assert kinds(during) == ["transcript-start", "transcript-chunk", "transcript-chunk",
+                             "transcript-chunk"]
+    chunks = [text for kind, text in during + after if kind == "transcript-chunk"]
     assert chunks == ["he", " was", " not", " an ill disposed young man"]
-    assert sent[-1][0] == "transcript-stop"
+    assert kinds(after)[-1] == "transcript-stop"
 
 
 def test_with_live_transcripts_off_a_transcription_is_its_transcript_alone():
-    sent: list[str] = []
-
-    async def send(event) -> None:
-        sent.append(event.type)
-
-    async def go() -> None:
-        engines = Engines(stt=None, tts=None)  # type: ignore[arg-type]
-        try:
-            words = WordsSoFar(engines, 0.0, 16000, send, clock=ManualClock())
-            words.grew(5 * 16000, lambda: np.zeros(5 * 16000, np.int16))
-            await words.settled()
-            await words.before_transcript("he was not an ill disposed young man")
-            await words.after_transcript()
-        finally:
-            engines.close()
-
-    asyncio.run(go())
-    assert sent == []
+    during, after = streamed(None, 0.0, [5], "he was not an ill disposed young man",
+                             each_s=5.0)
+    assert during == [] and after == []

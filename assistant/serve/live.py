@@ -112,10 +112,13 @@ class WordsSoFar:
             except ConnectionError:  # the client left: its connection ends on its own
                 log.debug("a client left while its words were sent")
 
-    async def _chunk(self, text: str) -> None:
+    async def _open(self) -> None:
         if not self.opened:
             self.opened = True
             await self.send(TranscriptStart(language="en").event())
+
+    async def _chunk(self, text: str) -> None:
+        await self._open()
         await self.send(TranscriptChunk(text=text).event())
 
     async def settled(self) -> None:
@@ -131,9 +134,8 @@ class WordsSoFar:
         rest = self.chunks.rest(final)
         if rest:
             await self._chunk(rest)
-        elif not self.opened:
-            self.opened = True
-            await self.send(TranscriptStart(language="en").event())
+        else:
+            await self._open()
 
     async def after_transcript(self) -> None:
         if self.streaming:
