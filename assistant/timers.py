@@ -79,7 +79,8 @@ class Timers:
                  on_finished: Callable[[Timer], None] | None = None,
                  background: bool = True) -> None:
         self.clock = clock
-        self.on_finished = on_finished or (lambda timer: None)
+        self._listeners: list[Callable[[Timer], None]] = [on_finished] if on_finished else []
+        """Told of each timer that goes off: what announces it (`when_finished`)."""
         self._timers: dict[int, Timer] = {}
         self._numbers = itertools.count(1)
         self._changed = threading.Condition()
@@ -162,8 +163,14 @@ class Timers:
                 timer.finished = True
                 del self._timers[timer.number]
         for timer in due:
-            self.on_finished(timer)
+            for listener in list(self._listeners):
+                listener(timer)
         return due
+
+    def when_finished(self, listener: Callable[[Timer], None]) -> None:
+        """Tell `listener` of every timer that goes off from now (on the timers' thread):
+        what announces timers (the chat session, the voice loop) joins them as it is built."""
+        self._listeners.append(listener)
 
     def close(self) -> list[Timer]:
         """End the session's timers; returns those that were still running."""

@@ -83,9 +83,9 @@ def says_hour(reply: str, zone: str) -> bool:
 
 def registry(with_time_server: bool):
     """Parley's own tools, and the time server's when asked (started, and ready)."""
-    from assistant.cli.engines import conversation_tools
     from assistant.mcp_client.config import ServerConfig
     from assistant.mcp_client.tools import McpTools
+    from assistant.session.engines import conversation_tools
     from assistant.timers import Timers
 
     tools = conversation_tools(Timers())

@@ -218,24 +218,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--typed", action="store_true", help="typed questions only")
     args, engine_flags = parser.parse_known_args(argv)
 
-    from assistant.cli.engines import load_model, load_stt, load_tts, reply_settings
     from assistant.cli.main import build_parser
-    from assistant.cli.settings import resolve
+    from assistant.cli.settings import resolve, typed
+    from assistant.session.engines import load_model, load_stt, load_tts, reply_settings
     from assistant.timer_tool import timer_tool
     from assistant.timers import Timers
     from assistant.tools import builtin_tools
 
-    cli = resolve(build_parser().parse_args(["chat", *engine_flags]))
+    cli = typed(resolve(build_parser().parse_args(["chat", *engine_flags])))
     started = time.monotonic()
-    model = load_model(cli)
-    settings = reply_settings(cli, None, model)
+    model = load_model(cli.model)
+    settings = reply_settings(cli.model, None, model)
     matcher = IntentMatcher()
     timers = Timers(background=False)
     tools = builtin_tools()
     tools.register(timer_tool(timers))
     pairs = PAIRS[:args.limit]
     spoken = [] if args.typed else hear([p.question for p in pairs] + WORLD,
-                                        load_stt(cli), load_tts(cli))
+                                        load_stt(cli.speech), load_tts(cli.speech))
     heard, world_heard = spoken[:len(pairs)], spoken[len(pairs):]
     print(f"Engines loaded, questions spoken and heard in {time.monotonic() - started:.0f} s "
           f"({model.name}, {len(pairs)} pairs)")

@@ -102,9 +102,9 @@ def _heap_mb(libc) -> tuple[float, float]:
 
 
 def bench_soak(turns: int) -> None:
-    from assistant.cli.engines import VOICE_HISTORY_MESSAGES
     from assistant.conversation import Conversation, ReplySettings
     from assistant.local.answers import LocalIntents
+    from assistant.session.engines import VOICE_HISTORY_MESSAGES
     from assistant.tools import builtin_tools
     from assistant.voice.replay import ReplayTurn, replay
     from benchmarks.voice import ANSWER_TOKENS, replay_loop

@@ -11,7 +11,7 @@ import pytest
 
 from assistant.cli.main import main
 from assistant.errors import ConfigError
-from tests.support.command_line import without_user_settings
+from tests.support.command_line import flat, without_user_settings
 
 
 @dataclass
@@ -37,10 +37,10 @@ def home(tmp_path, monkeypatch) -> Home:
 
     def load_conversation(args, timers=None, max_messages=None, idle_summaries=False,
                           tools=None):
-        home.seen.append(args)
+        home.seen.append(flat(args))
         raise ConfigError("stopped by the test")
 
-    monkeypatch.setattr("assistant.cli.engines.load_conversation", load_conversation)
+    monkeypatch.setattr("assistant.session.engines.load_conversation", load_conversation)
     return home
 
 

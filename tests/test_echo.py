@@ -3,7 +3,6 @@ and what happens when it cannot start."""
 
 from __future__ import annotations
 
-import argparse
 import builtins
 import itertools
 import time
@@ -12,7 +11,8 @@ import numpy as np
 import pytest
 import soxr
 
-from assistant.cli.engines import microphone_input, voice_settings
+from assistant.session.engines import microphone_input, voice_settings
+from assistant.session.settings import ListeningSettings
 from audio.echo import (
     FRAME,
     RING_SECONDS,
@@ -173,10 +173,8 @@ def test_a_sound_kept_from_the_canceller_holds_its_place_as_silence():
     assert far.pull(200, end=200).tolist() == [0] * 100 + [700] * 100
 
 
-def settings(**given) -> argparse.Namespace:
-    values = {"echo_cancel": True, "barge_in": None, "wake_word": None, "echo_tail_ms": 300,
-              "follow_up_s": 6.0, "live_transcript_s": 1.0}
-    return argparse.Namespace(**{**values, **given})
+def settings(**given) -> ListeningSettings:
+    return ListeningSettings(**{"echo_cancel": True, **given})
 
 
 def test_echo_cancellation_turns_barge_in_on_unless_told_not_to():

@@ -254,7 +254,7 @@ def plain_environment(monkeypatch):
 def chat(monkeypatch, capsys, stdin: bytes, *argv: str) -> tuple[str, ScriptedChatModel]:
     model = ScriptedChatModel()
     model.enqueue("The model answered.")
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: model)
     piped(monkeypatch, stdin)
     assert main(["chat", *argv]) == 0
     return " ".join(capsys.readouterr().out.split()), model  # the terminal may wrap lines

@@ -16,13 +16,13 @@ from mcp.types import (
     ToolAnnotations,
 )
 
-from assistant.cli.engines import configured_servers
 from assistant.cli.main import build_parser
-from assistant.cli.settings import resolve
+from assistant.cli.settings import resolve, typed
 from assistant.confirmation import Confirmation, heard_answer
 from assistant.errors import ConfigError
 from assistant.mcp_client.config import read_mcp_file
 from assistant.mcp_client.tools import model_name, needs_yes, result_text, schema_check
+from assistant.session.engines import configured_servers
 from tests.support.command_line import without_user_settings
 
 CLAUDE_DESKTOP = {"mcpServers": {
@@ -92,7 +92,7 @@ url = "http://127.0.0.1:9/mcp"
         {"mcpServers": {"time": {"command": "other-time-server"}}}))
     args = resolve(build_parser().parse_args(["chat", "--config", str(config),
                                                "--mcp", str(mcp)]), {})
-    servers = {s.name: s for s in configured_servers(args)}
+    servers = {s.name: s for s in configured_servers(typed(args).tools)}
     assert args.ctx == 4096
     assert servers["time"].command == "other-time-server"
     assert servers["files"].url == "http://127.0.0.1:9/mcp"

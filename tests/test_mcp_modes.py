@@ -50,9 +50,9 @@ def replayed(tmp_path, monkeypatch, capsys, turns: list[dict], *replies) -> dict
     `replies`, the speech engines are stand-ins (the turns are typed)."""
     model = ScriptedChatModel()
     model.enqueue(*replies)
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-    monkeypatch.setattr("assistant.cli.engines.load_stt", lambda args: ScriptedSpeechToText({}))
-    monkeypatch.setattr("assistant.cli.engines.load_tts", lambda args: ToneTextToSpeech(5))
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: model)
+    monkeypatch.setattr("assistant.session.engines.load_stt", lambda args: ScriptedSpeechToText({}))
+    monkeypatch.setattr("assistant.session.engines.load_tts", lambda args: ToneTextToSpeech(5))
     (tmp_path / "home").mkdir()
     without_user_settings(monkeypatch, tmp_path / "home")
     session = tmp_path / "session.json"

@@ -246,7 +246,7 @@ def test_a_server_whose_command_does_not_exist_is_one_line_and_parley_goes_on(
         "notes": {"command": "no-such-notes-server", "args": ["--stdio"]}}}))
     model = ScriptedChatModel()
     model.enqueue("Hello there.")
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: model)
     without_user_settings(monkeypatch)
     piped(monkeypatch, "hi\n")
     assert main(["chat", "--mcp", str(path)]) == 0

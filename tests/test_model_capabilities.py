@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from assistant.cli.engines import reply_settings
 from assistant.cli.main import build_parser
-from assistant.cli.settings import resolve
+from assistant.cli.settings import resolve, typed
 from assistant.conversation import Conversation, ReplySettings
+from assistant.session.engines import reply_settings
 from assistant.tools import builtin_tools
 from models.base import CancelToken, ChatModel, ModelCapabilities
 from models.embedded import LLM_FILE, default_llm, is_embedded_llm
@@ -100,7 +100,7 @@ def test_a_summary_between_turns_is_written_aside_only_where_the_model_can():
 # -- the CLI's prompt settings come from the model -----------------------------------------
 
 def args_of(*flags: str):
-    return resolve(build_parser().parse_args(["chat", *flags]), environ={})
+    return typed(resolve(build_parser().parse_args(["chat", *flags]), environ={})).model
 
 
 class Embedded(ScriptedChatModel):

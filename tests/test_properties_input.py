@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from assistant.cli import engines
 from assistant.cli.main import main
 from assistant.cli.settings import SETTINGS
 from assistant.errors import ConfigError
 from assistant.history_tool import history_tool
+from assistant.session import engines
 from assistant.tools import MAX_RESULT_CHARS, ToolRegistry
 from assistant.voice.replay import MAX_WAIT_S, SessionError, load_session
 from memory.history import Message
@@ -187,11 +187,18 @@ def chat_args(monkeypatch):
     """Runs main() as `parley chat` does up to loading the model, which it stops at; the
     settings it got are recorded."""
     captured: list = []
+    building: list = []
+    real_load_conversation = engines.load_conversation
 
-    def load_model(args):
-        captured.append(args)
+    def load_conversation(settings, *args, **kwargs):
+        building[:] = [settings]
+        return real_load_conversation(settings, *args, **kwargs)
+
+    def load_model(model_settings):
+        captured.extend(building)  # the settings got as far as loading the model
         raise ConfigError("stopped by the test")
 
+    monkeypatch.setattr(engines, "load_conversation", load_conversation)
     monkeypatch.setattr(engines, "load_model", load_model)
     monkeypatch.setattr(engines, "load_local_intents", lambda args: None)
     without_user_settings(monkeypatch)
@@ -209,7 +216,7 @@ def run_chat_settings(argv: list[str], capsys, captured: list) -> None:
     for args in captured:
         for build in (engines.segmenter_settings, engines.voice_settings):
             try:
-                build(args)
+                build(args.listening)
             except ConfigError as exc:
                 assert "\n" not in str(exc)
 

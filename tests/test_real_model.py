@@ -50,12 +50,12 @@ def test_real_model_counts_tokens_and_reuses_prompt_prefix():
 
 
 def test_thread_flags_reach_llama_cpp_and_defaults_leave_a_core_free():
-    from assistant.cli.engines import load_model
     from assistant.cli.main import build_parser
-    from assistant.cli.settings import resolve
+    from assistant.cli.settings import resolve, typed
+    from assistant.session.engines import load_model
 
     def settings(*argv: str):
-        return resolve(build_parser().parse_args(["chat", *argv]), environ={})
+        return typed(resolve(build_parser().parse_args(["chat", *argv]), environ={})).model
 
     model = load_model(settings("--threads", "1", "--batch-threads", "2", "--ctx", "1024"))
     assert (model._llm.n_threads, model._llm.n_threads_batch) == (1, 2)
@@ -146,13 +146,14 @@ def test_the_embedded_model_declares_what_it_can_do_and_its_habits(small_model):
 
 
 def test_the_embedded_model_file_named_by_llm_model_gets_its_prompt_settings():
-    from assistant.cli.engines import load_model, reply_settings
     from assistant.cli.main import build_parser
-    from assistant.cli.settings import resolve
+    from assistant.cli.settings import resolve, typed
+    from assistant.session.engines import load_model, reply_settings
     from models.embedded import default_llm
 
     args = resolve(build_parser().parse_args(
         ["chat", "--llm-model", str(default_llm()), "--ctx", "1024", "--answer-tokens", "256"]),
         environ={})
-    settings = reply_settings(args, model=load_model(args))
+    chosen = typed(args).model
+    settings = reply_settings(chosen, model=load_model(chosen))
     assert (settings.recent_exchanges, settings.tell_date) == (0, False)

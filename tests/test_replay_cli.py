@@ -63,10 +63,10 @@ def parley_replay(tmp_path, monkeypatch, capsys) -> Replay:
         model = ScriptedChatModel()
         model.enqueue(*replies)
         models.append(model)
-        monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
-        monkeypatch.setattr("assistant.cli.engines.load_stt",
+        monkeypatch.setattr("assistant.session.engines.load_model", lambda args: model)
+        monkeypatch.setattr("assistant.session.engines.load_stt",
                             lambda args: ScriptedSpeechToText(SCRIPT))
-        monkeypatch.setattr("assistant.cli.engines.load_tts",
+        monkeypatch.setattr("assistant.session.engines.load_tts",
                             lambda args: ToneTextToSpeech(MS_PER_CHAR))
         (folder / "session.json").write_text(json.dumps({"turns": turns}))
         assert main(["replay", str(folder / "session.json"), "--fast", *flags]) == 0

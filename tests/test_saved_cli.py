@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # a reply that streams its first words, says so on stderr, and never ends.
 BOOT = textwrap.dedent("""
     import sys, threading
-    import assistant.cli.engines as engines
+    import assistant.session.engines as engines
     from models.base import TextChunk
     from tests.fakes import ScriptedChatModel
 
@@ -207,7 +207,7 @@ def test_a_bad_file_to_resume_stops_parley_before_the_model_loads(tmp_path, monk
     db.commit()
     db.close()
     before = path.read_bytes(), path.stat().st_mtime_ns
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: NeverLoaded())
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: NeverLoaded())
     err = chat_through_main(monkeypatch, capsys, None, "hi\n", "--no-local-intents",
                             "--resume", str(path), code=2)
     assert err == (f"parley: {path} is not a Parley conversation (an SQLite database of "
@@ -225,7 +225,7 @@ def test_a_bad_file_to_resume_stops_parley_before_the_model_loads(tmp_path, monk
                                                   "/nonexistent/folder/a: there is no folder"),
 ])
 def test_save_and_resume_flags_that_cannot_work_are_one_line(monkeypatch, capsys, argv, says):
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: NeverLoaded())
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: NeverLoaded())
     monkeypatch.setenv("HOME", "/nonexistent")
     assert main(argv) == 2
     err = capsys.readouterr().err

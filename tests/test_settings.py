@@ -16,7 +16,7 @@ from assistant.conversation import Conversation
 from assistant.errors import ConfigError
 from assistant.tools import builtin_tools
 from tests.fakes import ScriptedChatModel
-from tests.support.command_line import without_user_settings
+from tests.support.command_line import flat, without_user_settings
 
 
 @pytest.fixture
@@ -26,10 +26,10 @@ def seen(monkeypatch):
 
     def load_conversation(args, timers=None, max_messages=None, idle_summaries=False,
                           tools=None):
-        captured.append(args)
+        captured.append(flat(args))
         raise ConfigError("stopped by the test")
 
-    monkeypatch.setattr("assistant.cli.engines.load_conversation", load_conversation)
+    monkeypatch.setattr("assistant.session.engines.load_conversation", load_conversation)
     without_user_settings(monkeypatch)
     return captured
 
@@ -113,7 +113,7 @@ def run_chat_with_a_bug(monkeypatch, capsys, argv: list[str]) -> tuple[str, str]
     """A piped chat whose second reply hits a bug inside the core."""
     model = ScriptedChatModel()
     model.enqueue("Hi.", "never said")
-    monkeypatch.setattr("assistant.cli.engines.load_conversation",
+    monkeypatch.setattr("assistant.session.engines.load_conversation",
                         lambda args, timers=None, **_:
                         Conversation(model, builtin_tools()))
     import assistant.prompt as prompt

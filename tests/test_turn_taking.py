@@ -280,7 +280,7 @@ def test_a_max_silence_shorter_than_the_models_pause_is_one_line_and_exit_2(tmp_
     session = tmp_path / "session.json"
     session.write_text(json.dumps({"turns": [{"text": "hello"}]}))
     loaded: list = []
-    monkeypatch.setattr("assistant.cli.replay.load_voice_engines",
+    monkeypatch.setattr("assistant.session.engines.load_voice_engines",
                         lambda *args: loaded.append(args))
     assert main(["replay", str(session), "--turn-max-silence-ms", "100"]) == 2
     err = capsys.readouterr().err

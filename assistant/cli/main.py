@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from assistant.cli.logs import configure_logging
-from assistant.cli.settings import add_settings, resolve
+from assistant.cli.settings import add_settings, resolve, typed
 from assistant.errors import USER_ERRORS, ConfigError
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,7 @@ def echo_gain(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     command = args.command
+    settings = typed(args)
     if command == "wake-words":
         from audio.wakeword import describe_wake_words
 
@@ -142,11 +143,11 @@ def run(args: argparse.Namespace) -> int:
     if command == "serve":
         from assistant.cli.serve import run_serve
 
-        return run_serve(args)
+        return run_serve(settings)
     if command == "tools":
         from assistant.cli.tools import run_tools
 
-        return run_tools(args)
+        return run_tools(args, settings.tools)
     if command == "devices":
         from assistant.cli.devices import run_devices
 
@@ -166,43 +167,36 @@ def run(args: argparse.Namespace) -> int:
         from assistant.cli.voice import run_voice
 
         # No PortAudio or no microphone: say why in one line, then text chat.
-        problem = input_device_problem(args)
+        problem = input_device_problem(settings.listening)
         if problem is None:
-            return run_voice(args, args.push_to_talk)
+            return run_voice(args, settings)
         print(f"parley: starting text chat, because voice cannot start: {problem}",
               file=sys.stderr)
     if command == "replay":
         from assistant.cli.replay import run_replay
 
-        return run_replay(args)
+        return run_replay(args, settings)
     from assistant.cli.chat import ChatSession
-    from assistant.cli.engines import conversation_tools, load_conversation
     from assistant.cli.saved import announce, close_saved
-    from assistant.cli.tools import running_mcp
-    from assistant.timers import Timers
+    from assistant.session.builder import chat_session
 
-    # The session shows a timer going off; it exists once the conversation is loaded.
-    shown: list[ChatSession] = []
-    timers = Timers(on_finished=lambda timer: shown and shown[0].timer_finished(timer))
     interactive = sys.stdin.isatty()
-    tools = conversation_tools(timers)
     # MCP servers start while the model loads; a failure is a line on stderr, whenever it
     # comes (on stdout it would land at a different place in each piped transcript).
-    with running_mcp(args, tools, lambda line: print(f"! {line}", file=sys.stderr, flush=True)
-                     ) as mcp:
-        # At a terminal the user types between replies: the summary is written then.
-        conversation = load_conversation(args, timers, idle_summaries=interactive, tools=tools)
+    # At a terminal the user types between replies: the summary is written then.
+    with chat_session(settings, lambda line: print(f"! {line}", file=sys.stderr, flush=True),
+                      idle_summaries=interactive) as built:
+        conversation, mcp = built.conversation, built.mcp
         stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        session = ChatSession(conversation, interactive=interactive, timers=timers, mcp=mcp,
-                              stdin=stdin)
+        session = ChatSession(conversation, interactive=interactive, timers=built.timers,
+                              mcp=mcp, stdin=stdin)
+        built.timers.when_finished(session.timer_finished)  # the session shows it going off
         if mcp is not None:
             mcp.confirm = session.confirm
             if not interactive:  # a script is offered the same tools on every run
                 mcp.wait_started()
-        shown.append(session)
         announce(conversation, session.console)
         try:
             return session.run(stdin)
         finally:
             close_saved(conversation)
-

@@ -8,20 +8,12 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from assistant.cli.engines import (
-    build_segmenter,
-    conversation_tools,
-    load_voice_engines,
-    microphone_input,
-    voice_settings,
-    wake_word_detector,
-)
-from assistant.cli.tools import running_mcp
+from assistant.session.builder import voice_session
+from assistant.session.settings import Settings
+from assistant.voice.turns import VoiceSettings
 
 
-def run_replay(args: argparse.Namespace) -> int:
-    from assistant.timers import Timers
-    from assistant.voice.loop import VoiceLoop
+def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.voice.replay import (
         SessionAnswers,
         SkippableClock,
@@ -29,60 +21,48 @@ def run_replay(args: argparse.Namespace) -> int:
         replay,
         session_json,
     )
-    from audio.echo import FarEnd, RoomEcho
+    from audio.echo import RoomEcho
     from audio.memory_out import MemorySpeaker
 
     # A bad session, setting or model raises one of USER_ERRORS: main() shows it in a line.
     turns = load_session(args.session)
-    far_end = FarEnd()
     room = RoomEcho(args.echo) if args.echo is not None else None
-    microphone = microphone_input(args, far_end, lambda line: print(f"parley: {line}",
-                                                                   file=sys.stderr), room)
-    echo_cancelled = microphone is not None and microphone.canceller is not None
-    wake_word = wake_word_detector(args, echo_cancelled)
-    segmenter = build_segmenter(args, echo_cancelled,
-                                lambda line: print(f"parley: {line}", file=sys.stderr))
-    # Nobody is there to say "stop": a timer going off is announced once. Fed as fast as
-    # it goes, nobody watches the words come either: no live passes (which would vary
-    # with the machine's speed from run to run).
-    settings = voice_settings(args, echo_cancelled=echo_cancelled)
-    fed_fast = args.fast and microphone is None
-    settings = replace(settings, ring_times=1,
-                       live_transcript_s=0 if fed_fast else settings.live_transcript_s)
+
+    def adjust(voice: VoiceSettings, in_real_time: bool) -> VoiceSettings:
+        # Nobody is there to say "stop": a timer going off is announced once. Fed as fast
+        # as it goes, nobody watches the words come either: no live passes (which would
+        # vary with the machine's speed from run to run).
+        fed_fast = args.fast and not in_real_time
+        return replace(voice, ring_times=1,
+                       live_transcript_s=0 if fed_fast else voice.live_transcript_s)
+
+    def output(far_end):
+        # A barge-in needs a reply that is still playing, and an echo a room that plays in
+        # real time, so those sessions play in real time.
+        barge_in_turns = any(t.during_reply_ms is not None for t in turns)
+        realtime = not args.fast or barge_in_turns or far_end is not None
+        return MemorySpeaker(realtime=realtime, keep_chunks=False, far_end=far_end)
+
     clock = SkippableClock()
-    rings: list = []  # the loop, once it exists, announces a timer going off
-    timers = Timers(clock, on_finished=lambda timer: rings and rings[0].ring(timer))
-    tools = conversation_tools(timers)
-    with running_mcp(args, tools, lambda line: print(f"parley: {line}", file=sys.stderr)
-                     ) as mcp:
-        conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
+    with voice_session(settings, output, lambda line: print(f"parley: {line}",
+                                                           file=sys.stderr),
+                       clock=clock, room=room, keep_audio=args.audio_out is not None,
+                       adjust=adjust) as session:
+        loop, mcp = session.loop, session.mcp
         if mcp is not None:
             # Every turn is offered the same tools on every run: replay waits for them.
             mcp.wait_started()
-        barge_in_turns = any(t.during_reply_ms is not None for t in turns)
-        # A barge-in needs a reply that is still playing, and an echo a room that plays in
-        # real time, so those sessions play in real time.
-        realtime = not args.fast or barge_in_turns or microphone is not None
-        speaker = MemorySpeaker(realtime=realtime, keep_chunks=False,
-                                far_end=far_end if microphone is not None else None)
-        loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, clock=clock,
-                         keep_audio=args.audio_out is not None, wake_word=wake_word)
-        rings.append(loop)
         answers = SessionAnswers(loop.records)  # a change only where the file says yes
         if mcp is not None:  # asked as live, answered from the session file
             loop.spoken_confirmation.answered_by = answers
-            mcp.confirm = loop.spoken_confirmation
 
         def skip(seconds: float) -> None:
             clock.skip(seconds)
-            timers.run_due()
+            session.timers.run_due()
 
-        try:
-            produced = replay(loop, turns, fast=args.fast, skip=skip, microphone=microphone,
-                              answers=answers)
-        finally:
-            timers.close()
-            loop.close()
+        produced = replay(loop, turns, fast=args.fast, skip=skip,
+                          microphone=session.microphone, answers=answers)
+        tts = session.tts
     document = session_json(loop, turns, produced)
     text = json.dumps(document, ensure_ascii=False, indent=2)
     try:

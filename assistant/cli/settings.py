@@ -13,12 +13,13 @@ import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from assistant.errors import ConfigError
 from assistant.mcp_client import config as mcp_config
+from assistant.session.settings import PARTS, Settings, default_of
 
 CONFIG_PATH = Path("~/.config/parley/config.toml")
 MCP_SERVERS = "mcp_servers"
@@ -87,7 +88,6 @@ _WHAT: dict[Callable, str] = {_whole: "a whole number", _number: "a number",
 class Setting:
     flag: str
     parse: Callable[[str], Any]
-    default: Any
     help: str
     group: str
     commands: frozenset[str]
@@ -101,6 +101,11 @@ class Setting:
     @property
     def dest(self) -> str:
         return self.flag[2:].replace("-", "_")
+
+    @property
+    def default(self) -> Any:
+        """Its value when nothing sets it: the typed settings' own default."""
+        return default_of(self.dest)
 
     @property
     def env(self) -> str:
@@ -120,105 +125,105 @@ _SPEECH_ENGINES = _SPEECH | _SERVE
 _TOOLS = frozenset({"tools"})
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("--debug", _switch, False, "show debug lines with the timings of every stage, "
+    Setting("--debug", _switch, "show debug lines with the timings of every stage, "
             "and tracebacks, on stderr (never a file)", "output", _ALL | _TOOLS),
-    Setting("--llm-model", Path, None, "a GGUF chat model (default: the embedded SmolLM2-135M)",
+    Setting("--llm-model", Path, "a GGUF chat model (default: the embedded SmolLM2-135M)",
             "language model", _ALL),
-    Setting("--llm-url", str, None, "an OpenAI-compatible server instead, e.g. "
+    Setting("--llm-url", str, "an OpenAI-compatible server instead, e.g. "
             "http://host:8080/v1 (key from PARLEY_LLM_API_KEY)", "language model", _ALL),
-    Setting("--llm-name", str, "default", "the model name to ask the server for (default: "
+    Setting("--llm-name", str, "the model name to ask the server for (default: "
             "'default')", "language model", _ALL),
-    Setting("--llm-tool-choice", str, None, "with --llm-url: the tool_choice sent with the "
+    Setting("--llm-tool-choice", str, "with --llm-url: the tool_choice sent with the "
             "tools, auto, required, none or a tool's name, which the server must then call "
             "(llama-cpp-python's server calls a tool only when named; pair a name with "
             "--max-tool-calls 1)", "language model", _ALL, metavar="CHOICE"),
-    Setting("--llm-timeout", _number, 120.0, "seconds to wait for the server (default 120)",
+    Setting("--llm-timeout", _number, "seconds to wait for the server (default 120)",
             "language model", _ALL),
-    Setting("--ctx", _whole, 8192, "context size in tokens (default 8192)", "language model",
+    Setting("--ctx", _whole, "context size in tokens (default 8192)", "language model",
             _ALL),
-    Setting("--threads", _whole, None, "llama.cpp threads generating the answer (default: "
+    Setting("--threads", _whole, "llama.cpp threads generating the answer (default: "
             "half the cores, at most 4; more than the idle cores stalls it)", "language model",
             _ALL),
-    Setting("--batch-threads", _whole, None, "llama.cpp threads reading the prompt (default: "
+    Setting("--batch-threads", _whole, "llama.cpp threads reading the prompt (default: "
             "the cores, at most 4)", "language model", _ALL),
-    Setting("--answer-tokens", _whole, 1024, "tokens kept free for the answer (default 1024)",
+    Setting("--answer-tokens", _whole, "tokens kept free for the answer (default 1024)",
             "language model", _ALL),
-    Setting("--max-tool-calls", _whole, 4, "research budget: tool calls per reply (default 4)",
+    Setting("--max-tool-calls", _whole, "research budget: tool calls per reply (default 4)",
             "language model", _ALL),
-    Setting("--model-exchanges", _exchanges, "auto", "earlier exchanges the model sees "
+    Setting("--model-exchanges", _exchanges, "earlier exchanges the model sees "
             "word for word; the rest stays searchable (default auto: 0 for the embedded "
             "135M model, which repeats what it sees, all that fit for any other)",
             "language model", _ALL),
-    Setting("--no-local-intents", _switch, False, "send every message to the model, even the "
+    Setting("--no-local-intents", _switch, "send every message to the model, even the "
             "time, timers and arithmetic Parley answers itself (for a model that should "
             "decide)", "language model", _ALL),
-    Setting("--mcp", Path, None, "a file of MCP servers whose tools the model may use: "
+    Setting("--mcp", Path, "a file of MCP servers whose tools the model may use: "
             "JSON with mcpServers (the file other MCP clients read) or TOML with "
             "[mcp-servers.NAME] tables, which the config file can also hold (see docs/mcp.md)",
             "tools", _ALL | _TOOLS, metavar="FILE"),
-    Setting("--save", Path, None, "keep this conversation in FILE, a new file readable only "
+    Setting("--save", Path, "keep this conversation in FILE, a new file readable only "
             "by you, each message written as it is said (without it nothing is written)",
             "conversation", _TALK, flag_only=True, metavar="FILE"),
-    Setting("--resume", Path, None, "continue the conversation saved in FILE (its numbered "
+    Setting("--resume", Path, "continue the conversation saved in FILE (its numbered "
             "messages, summary and search), saving into it as it goes", "conversation", _TALK,
             flag_only=True, metavar="FILE"),
-    Setting("--uri", str, "tcp://127.0.0.1:10700", "where `parley serve` listens, "
+    Setting("--uri", str, "where `parley serve` listens, "
             "tcp://HOST:PORT (default tcp://127.0.0.1:10700, this machine only; another "
             "address lets anyone who reaches it use Parley: Wyoming has no authentication)",
             "server", _SERVE),
-    Setting("--max-conversations", _whole, 32, "conversations `parley serve` keeps at once; "
+    Setting("--max-conversations", _whole, "conversations `parley serve` keeps at once; "
             "a new one makes room by forgetting the one unused longest (default 32)",
             "server", _SERVE),
-    Setting("--conversation-minutes", _number, 30.0, "`parley serve` forgets a conversation "
+    Setting("--conversation-minutes", _number, "`parley serve` forgets a conversation "
             "after this many minutes without a message (default 30)", "server", _SERVE),
-    Setting("--stt-model", Path, None, "a CTranslate2 Whisper model folder (default: the "
+    Setting("--stt-model", Path, "a CTranslate2 Whisper model folder (default: the "
             "embedded tiny.en)", "speech", _SPEECH_ENGINES),
-    Setting("--voice", Path, None, "a Piper voice .onnx, with its .onnx.json beside it "
+    Setting("--voice", Path, "a Piper voice .onnx, with its .onnx.json beside it "
             "(default: the embedded en_US joe)", "speech", _SPEECH_ENGINES),
-    Setting("--stt-threads", _whole, 2, "speech-to-text threads (default 2)", "speech",
+    Setting("--stt-threads", _whole, "speech-to-text threads (default 2)", "speech",
             _SPEECH_ENGINES),
-    Setting("--tts-threads", _whole, 2, "text-to-speech threads (default 2)", "speech",
+    Setting("--tts-threads", _whole, "text-to-speech threads (default 2)", "speech",
             _SPEECH_ENGINES),
-    Setting("--push-to-talk", _switch, False, "Enter starts listening; the utterance ends at "
+    Setting("--push-to-talk", _switch, "Enter starts listening; the utterance ends at "
             "the end-of-speech silence or at the next Enter", "listening", _LIVE),
-    Setting("--input-device", str, None, "microphone: an index or part of a name from "
+    Setting("--input-device", str, "microphone: an index or part of a name from "
             "`parley devices` (default: the system's)", "listening", _LIVE),
-    Setting("--output-device", str, None, "speaker: an index or part of a name (default: the "
+    Setting("--output-device", str, "speaker: an index or part of a name (default: the "
             "system's)", "listening", _LIVE),
-    Setting("--vad-aggressiveness", _whole, 2, "0 (hears most) to 3 (ignores most noise); "
+    Setting("--vad-aggressiveness", _whole, "0 (hears most) to 3 (ignores most noise); "
             "default 2", "listening", _SPEECH),
-    Setting("--pre-roll-ms", _whole, 300, "audio kept from before speech was detected "
+    Setting("--pre-roll-ms", _whole, "audio kept from before speech was detected "
             "(default 300)", "listening", _SPEECH),
-    Setting("--end-of-turn", _end_of_turn, "smart", "what decides you have finished: smart, "
+    Setting("--end-of-turn", _end_of_turn, "what decides you have finished: smart, "
             "a turn model asked at each pause (it waits when you sound unfinished), or "
             "silence, a fixed --end-silence-ms (default smart)", "listening", _SPEECH,
             metavar="smart|silence"),
-    Setting("--turn-threshold", _score, 0.5, "with --end-of-turn smart: the turn model's "
+    Setting("--turn-threshold", _score, "with --end-of-turn smart: the turn model's "
             "score (0-1) that ends your turn at a pause; higher waits more often (default "
             "0.5)", "listening", _SPEECH),
-    Setting("--turn-max-silence-ms", _whole, 1500, "with --end-of-turn smart: silence that "
+    Setting("--turn-max-silence-ms", _whole, "with --end-of-turn smart: silence that "
             "ends a turn the model judged unfinished (default 1500)", "listening", _SPEECH),
-    Setting("--end-silence-ms", _whole, 700, "with --end-of-turn silence: silence that ends "
+    Setting("--end-silence-ms", _whole, "with --end-of-turn silence: silence that ends "
             "an utterance (default 700)", "listening", _SPEECH),
-    Setting("--min-speech-ms", _whole, 250, "shorter sounds are ignored as noise (default 250)",
+    Setting("--min-speech-ms", _whole, "shorter sounds are ignored as noise (default 250)",
             "listening", _SPEECH),
-    Setting("--max-utterance-s", _number, 20.0, "an utterance is cut here and goes on as the "
+    Setting("--max-utterance-s", _number, "an utterance is cut here and goes on as the "
             "next (default 20)", "listening", _SPEECH),
-    Setting("--wake-word", str, None, "listen only after this wake word, e.g. okay_nabu "
+    Setting("--wake-word", str, "listen only after this wake word, e.g. okay_nabu "
             "(`parley wake-words` lists them); off by default", "listening", _SPEECH),
-    Setting("--follow-up-s", _number, 6.0, "with --wake-word: after a reply, the next request "
+    Setting("--follow-up-s", _number, "with --wake-word: after a reply, the next request "
             "needs no wake word this long (default 6; 0: always say it)", "listening", _SPEECH),
-    Setting("--echo-cancel", _switch, False, "cancel Parley's own voice in the microphone "
+    Setting("--echo-cancel", _switch, "cancel Parley's own voice in the microphone "
             "(WebRTC AEC3), so you can talk over it on speakers; turns --barge-in on",
             "listening", _SPEECH),
-    Setting("--barge-in", _switch, None, "listen while speaking: your speech stops the reply "
+    Setting("--barge-in", _switch, "listen while speaking: your speech stops the reply "
             "(use a headset or --echo-cancel; default: on with --echo-cancel)", "listening",
             _SPEECH),
-    Setting("--live-transcript-s", _number, 1.0, "your words while you speak: transcribed "
+    Setting("--live-transcript-s", _number, "your words while you speak: transcribed "
             "again each time you said this many seconds more, shown by voice, sent as "
             "transcript-chunk by serve (default 1; 0: only once you pause, which saves CPU)",
             "listening", _SPEECH_ENGINES),
-    Setting("--echo-tail-ms", _whole, 300, "without --barge-in, keep ignoring the microphone "
+    Setting("--echo-tail-ms", _whole, "without --barge-in, keep ignoring the microphone "
             "this long after speaking (default 300)", "listening", _SPEECH),
 )
 BY_DEST = {setting.dest: setting for setting in SETTINGS}
@@ -345,3 +350,17 @@ def read_config(explicit: Path | None, environ: Mapping[str, str]) -> dict[str, 
         raise ConfigError(f"{path}: {flag_only[0][2:]} is not read from a file; pass "
                           f"{flag_only[0]} on the command line")
     return {key: (path, value) for key, value in values.items()}
+
+
+def typed(args: argparse.Namespace) -> Settings:
+    """The resolved settings (`resolve`) as the typed values a session is built from."""
+    values = vars(args)
+
+    def part(kind: type) -> Any:
+        return kind(**{name: values[name] for name in kind.__dataclass_fields__
+                       if name in values})
+
+    parts = {name: part(kind) for name, kind in PARTS.items()}
+    parts["tools"] = replace(parts["tools"], mcp_servers=tuple(values.get(MCP_SERVERS, ())),
+                             server_stderr=bool(values.get("debug")))
+    return Settings(**parts, debug=bool(values.get("debug")))

@@ -5,35 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 from rich.console import Console
 
-from assistant.cli.engines import configured_servers, conversation_tools
-from assistant.confirmation import YES, Confirm
+from assistant.confirmation import YES
 from assistant.errors import ConfigError
 from assistant.mcp_client.hub import Status
 from assistant.mcp_client.tools import McpTools
+from assistant.session.engines import conversation_tools
+from assistant.session.mcp import running_mcp
+from assistant.session.settings import ToolSettings
 from assistant.tools import ToolRegistry
-
-
-@contextmanager
-def running_mcp(args: argparse.Namespace, registry: ToolRegistry, warn: Callable[[str], None],
-                confirm: Confirm | None = None) -> Iterator[McpTools | None]:
-    """The configured servers, started in the background (None if there are none): their
-    tools join `registry` as each is ready, and a reply never waits for them. They are
-    stopped at the end, however it comes."""
-    servers = configured_servers(args)
-    if not servers:
-        yield None
-        return
-    tools = McpTools(servers, registry, warn, confirm, server_stderr=args.debug)
-    tools.start()
-    try:
-        yield tools
-    finally:
-        tools.close()
 
 
 def describe_servers(tools: McpTools) -> list[str]:
@@ -62,7 +44,7 @@ def tool_lines(registry: ToolRegistry) -> list[str]:
             + f"  {row[3]}" for row in rows]
 
 
-def run_tools(args: argparse.Namespace) -> int:
+def run_tools(args: argparse.Namespace, settings: ToolSettings) -> int:
     """`parley tools` lists every tool; `parley tools call NAME '{"arg": …}'` runs one."""
     from assistant.timers import Timers
 
@@ -77,7 +59,7 @@ def run_tools(args: argparse.Namespace) -> int:
     registry = conversation_tools(timers)
     # The user's own command is the yes a tool that asks first would need.
     try:
-        with running_mcp(args, registry,
+        with running_mcp(settings, registry,
                          lambda line: notes.print(f"! {line}", style="bold red"),
                          confirm=lambda _: YES) as mcp:
             if mcp is not None:

@@ -7,31 +7,20 @@ import logging
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 
 from assistant.cli.chat import ChatSession
-from assistant.cli.engines import (
-    build_segmenter,
-    conversation_tools,
-    device,
-    load_voice_engines,
-    microphone_input,
-    voice_settings,
-    wake_word_detector,
-)
+from assistant.cli.devices import device
 from assistant.cli.render import VoiceScreen
 from assistant.cli.saved import announce, close_saved
 from assistant.cli.terminal import read_line
-from assistant.cli.tools import running_mcp
-from assistant.timers import Timers
-from assistant.tools import ToolRegistry
+from assistant.session.builder import VoiceSession, voice_session
+from assistant.session.settings import Settings
 from audio.errors import AudioError
 from models.interrupts import interrupts_deferred
-
-if TYPE_CHECKING:
-    from assistant.mcp_client.tools import McpTools
 
 log = logging.getLogger(__name__)
 
@@ -49,53 +38,42 @@ def quiet_native_stderr() -> None:
                            errors="backslashreplace")
 
 
-def run_voice(args: argparse.Namespace, push_to_talk: bool) -> int:
-    console = Console(highlight=False, markup=False)
-    quiet_native_stderr()
-    rings: list = []  # the loop, once it exists: a timer going off is announced by it
-    timers = Timers(on_finished=lambda timer: rings and rings[0].ring(timer))
-    tools = conversation_tools(timers)
-    # MCP servers start while the models load; a failure is a line on the terminal.
-    with running_mcp(args, tools, lambda line: console.print(f"! {line}", style="bold red")
-                     ) as mcp:
-        return _run_voice(args, push_to_talk, console, timers, rings, tools, mcp)
-
-
-def _run_voice(args: argparse.Namespace, push_to_talk: bool, console: Console,
-               timers: Timers, rings: list, tools: ToolRegistry, mcp: McpTools | None) -> int:
-    from assistant.voice.loop import VoiceLoop
-    from audio.capture import DeviceLost, Microphone
+def run_voice(args: argparse.Namespace, settings: Settings) -> int:
     from audio.devices import find_device
-    from audio.echo import FarEnd
     from audio.playback import Speaker
 
+    console = Console(highlight=False, markup=False)
+    quiet_native_stderr()
     # A bad setting, model or device raises one of USER_ERRORS: main() shows it in a line.
-    input_device = find_device(device(args.input_device), "input")
-    output_device = find_device(device(args.output_device), "output")
-    far_end = FarEnd()
-    cleaned = microphone_input(args, far_end, lambda line: console.print(f"! {line}",
-                                                                        style="bold red"))
-    settings = voice_settings(args, push_to_talk, echo_cancelled=cleaned is not None)
-    wake_word = wake_word_detector(args, echo_cancelled=cleaned is not None)
-    segmenter = build_segmenter(args, cleaned is not None,
-                                lambda line: console.print(f"! {line}", style="bold red"))
-    console.print("· Loading the language and speech models…", style="dim")
-    # A Ctrl-C while the models load stops Parley once they are loaded: raised mid-load it
-    # could land in importlib's lock callback and leave every later import waiting.
-    with interrupts_deferred():
-        conversation, stt, tts = load_voice_engines(args, timers, tools=tools)
+    listening = settings.listening
+    input_device = find_device(device(listening.input_device), "input")
+    output_device = find_device(device(listening.output_device), "output")
+    screen = VoiceScreen(console)
+
+    @contextmanager
+    def loading() -> Iterator[None]:
+        console.print("· Loading the language and speech models…", style="dim")
+        # A Ctrl-C while the models load stops Parley once they are loaded: raised mid-load
+        # it could land in importlib's lock callback and leave every later import waiting.
+        with interrupts_deferred():
+            yield
+
+    with voice_session(settings, lambda far_end: Speaker(output_device, far_end=far_end),
+                       lambda line: console.print(f"! {line}", style="bold red"),
+                       render=screen.render, keep_records=False, loading=loading) as session:
+        return _converse(session, input_device, console)
+
+
+def _converse(session: VoiceSession, input_device, console: Console) -> int:
+    from audio.capture import DeviceLost, Microphone
+
+    conversation, loop, cleaned = session.conversation, session.loop, session.microphone
+    push_to_talk, wake_word = session.settings.listening.push_to_talk, loop.wake_word
     announce(conversation, console)
-    speaker = Speaker(output_device, far_end=far_end if cleaned is not None else None)
     microphone = Microphone(input_device)
     microphone.start()
-    commands = ChatSession(conversation, interactive=True, console=console, timers=timers,
-                           mcp=mcp)
-    screen = VoiceScreen(console)
-    loop = VoiceLoop(conversation, stt, tts, speaker, segmenter, settings, screen.render,
-                     keep_records=False, wake_word=wake_word)
-    rings.append(loop)
-    if mcp is not None:  # a tool that changes something asks aloud, inside the reply
-        mcp.confirm = loop.spoken_confirmation
+    commands = ChatSession(conversation, interactive=True, console=console,
+                           timers=session.timers, mcp=session.mcp)
     stop = threading.Event()
 
     def listen() -> None:
@@ -165,6 +143,6 @@ def _run_voice(args: argparse.Namespace, push_to_talk: bool, console: Console,
             console.print("· Finishing the model's current step…", style="dim")
             loop.close()
         microphone.close()
-        speaker.close()
+        session.output.close()
         close_saved(conversation)  # after the loop: its last reply is saved first
     return 0

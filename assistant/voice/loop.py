@@ -30,7 +30,7 @@ import numpy as np
 from assistant.between_turns import BetweenTurns
 from assistant.conversation import Conversation
 from assistant.events import Event, Status, Wake
-from assistant.timers import Timer
+from assistant.timers import Timer, Timers
 from assistant.voice.confirm import SpokenConfirmation
 from assistant.voice.end_of_turn import EndOfTurn
 from assistant.voice.listening import Listener, TappedOutput
@@ -68,7 +68,9 @@ class VoiceLoop:
         keep_audio: bool = False,
         keep_records: bool = True,  # replay reports them; live voice lets them go
         wake_word: WakeWordDetector | None = None,
+        timers: Timers | None = None,
     ) -> None:
+        """`timers`: the session's, whose timers going off this loop announces."""
         self.conversation = conversation
         """Whether its summary is written between turns is its own setting
         (`ReplySettings.idle_summaries`), chosen where it was built."""
@@ -99,6 +101,8 @@ class VoiceLoop:
         """Asks aloud and listens for the yes: what live voice gives its MCP tools as their
         `confirm` (replay gives them its own, which answers from the session file)."""
         self._worker = Worker(self.replies.run, "reply")
+        if timers is not None:
+            timers.when_finished(self.ring)
 
     @property
     def records(self) -> list[TurnRecord]:

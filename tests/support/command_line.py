@@ -7,10 +7,21 @@ import io
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO
 
 from assistant.cli.main import main
+from assistant.session.settings import Settings
 from models.base import ChatModel
+
+
+def flat(settings: Settings) -> SimpleNamespace:
+    """Every setting by its flag's name (`.ctx`, `.barge_in`), whichever part holds it."""
+    values = {"debug": settings.debug}
+    for part in (settings.model, settings.tools, settings.saving, settings.speech,
+                 settings.listening, settings.serve):
+        values.update(vars(part))
+    return SimpleNamespace(**values)
 
 
 def without_user_settings(monkeypatch, home: str | Path = "/nonexistent") -> None:
@@ -34,7 +45,7 @@ def chat_through_main(monkeypatch, capsys, model: ChatModel | None, lines: str, 
     """`parley chat FLAGS` as typed at the shell, `lines` piped in, with `model` as the
     language model. It must exit with `code`: then its stdout (and nothing on stderr) for 0,
     its stderr for anything else."""
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: model)
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: model)
     without_user_settings(monkeypatch)
     piped(monkeypatch, lines)
     assert main(["chat", *flags]) == code

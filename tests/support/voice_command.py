@@ -92,14 +92,14 @@ def voice_command(monkeypatch) -> VoiceCommand:
     monkeypatch.setattr("audio.playback.Speaker", lambda device=None, **_: MemorySpeaker())
     # It moves file descriptor 2, which belongs to pytest here.
     monkeypatch.setattr("assistant.cli.voice.quiet_native_stderr", lambda: None)
-    monkeypatch.setattr("assistant.cli.engines.load_model", lambda args: command.model)
+    monkeypatch.setattr("assistant.session.engines.load_model", lambda args: command.model)
     return command
 
 
 def stand_in_speech(monkeypatch) -> None:
     """The speech engines `parley voice` loads: a speech-to-text that hears "hello" in a
     clip of peak 4000, a text-to-speech speaking tones."""
-    monkeypatch.setattr("assistant.cli.engines.load_stt",
+    monkeypatch.setattr("assistant.session.engines.load_stt",
                         lambda args: ScriptedSpeechToText({4000: "hello"}))
-    monkeypatch.setattr("assistant.cli.engines.load_tts",
+    monkeypatch.setattr("assistant.session.engines.load_tts",
                         lambda args: ToneTextToSpeech(ms_per_char=1.0))

@@ -1,0 +1,1 @@
+"""Building a session from typed settings: the same for every front end."""
