@@ -169,7 +169,7 @@ def test_the_events_reference_documents_every_event_and_its_fields():
 
 
 def test_no_test_module_imports_another():
-    # What tests share lives in tests/support/ (and the stand-in engines in tests/fakes.py).
+    # What tests share, the stand-in engines included, lives in tests/support/.
     for path in sorted((ROOT / "tests").glob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
