@@ -36,10 +36,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from benchmarks.memory import FILLERS
 from benchmarks.qwen_model import qwen_model_path
 from benchmarks.tool_recall import bench_recall
 from tests.support.llama_server import run_llama_server
+from tests.support.planted_facts import FILLERS
 
 ANSWER_TOKENS = 200
 CONTEXT = 4096

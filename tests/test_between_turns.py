@@ -7,9 +7,9 @@ from assistant.between_turns import PREPARE_WAIT, SUMMARY_WAIT, BetweenTurns
 from assistant.conversation import Conversation, ReplySettings
 from assistant.events import Summarized, SummaryCancelled, SummaryStarted
 from assistant.tools import builtin_tools
-from tests.fakes import HeldSummaries
 from tests.support.clocks import HUNG_S, ManualClock, wait_until
 from tests.support.conversations import chat, filler, idle_conversation
+from tests.support.fakes import HeldSummaries
 
 
 def test_the_summary_is_written_then_the_next_prompt_prepared():

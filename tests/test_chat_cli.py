@@ -11,8 +11,8 @@ from rich.console import Console
 from assistant.cli.chat import ChatSession
 from assistant.conversation import Conversation
 from assistant.tools import builtin_tools
-from tests.fakes import ScriptedChatModel
 from tests.support.command_line import chat_through_main
+from tests.support.fakes import ScriptedChatModel
 
 SAID_AT = datetime.fromisoformat("2026-12-05T14:03:00+01:00")
 

@@ -35,8 +35,8 @@ from memory.summary import (
 )
 from models.base import CancelToken
 from models.errors import EngineError
-from tests.fakes import SummarizingModel
 from tests.support.conversations import chat, filler, summarizing_conversation
+from tests.support.fakes import SummarizingModel
 
 BILLING = "  billing:\n    image: billing:2.1\n    ports:\n      - '8101:8101'\n"
 

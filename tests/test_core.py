@@ -5,7 +5,7 @@ from assistant.events import Error, ReplyDone, Sentence, TextDelta, ToolCall, To
 from assistant.tools import builtin_tools
 from models.base import CancelToken
 from models.errors import EngineError
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 
 def texts(events: list, kind: type) -> list[str]:

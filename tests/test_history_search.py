@@ -150,7 +150,7 @@ def test_the_model_is_told_the_date_and_the_prompt_stays_the_same_all_day():
     from assistant.prompt import PromptBuilder
     from memory.search import SearchIndexCache
     from memory.summary import RunningSummary
-    from tests.fakes import ScriptedChatModel
+    from tests.support.fakes import ScriptedChatModel
 
     def system_at(moment: str) -> str:
         builder = PromptBuilder(ScriptedChatModel(), "You are Parley.", 64, True,

@@ -28,10 +28,15 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from memory.summary import RunningSummary
 from models.base import CancelToken, PromptMessage
-from tests.fakes import HeldSummaries, ScriptedSpeechToText, SummarizingModel, ToneTextToSpeech
 from tests.support.clips import speechlike
 from tests.support.clocks import HUNG_S, wait_until
 from tests.support.conversations import chat, filler, idle_conversation
+from tests.support.fakes import (
+    HeldSummaries,
+    ScriptedSpeechToText,
+    SummarizingModel,
+    ToneTextToSpeech,
+)
 
 RATE = 16000
 HELLO = 4000

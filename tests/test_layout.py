@@ -1,6 +1,6 @@
 """The house in order: arrows point down, no import cycles, every subpackage in the wheel and
 nothing else (no benchmarks, no test helpers), events with stable wire names documented
-in docs/events.md."""
+in docs/events.md, and tests and benchmarks sharing code only through tests/support/."""
 
 from __future__ import annotations
 
@@ -168,15 +168,39 @@ def test_the_events_reference_documents_every_event_and_its_fields():
             assert f"`{field}`" in row, (kind.event_type, field)
 
 
+def imported_modules(path: Path) -> list[str]:
+    """Every module `path` imports, inside functions included, relative imports resolved:
+    `from m import a` counts as `m.a`, so `from tests import support` is `tests.support`."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found += [f"{module}.{alias.name}" for alias in node.names]
+    return found
+
+
 def test_no_test_module_imports_another():
-    # What tests share lives in tests/support/ (and the stand-in engines in tests/fakes.py).
+    # What tests share, the stand-in engines included, lives in tests/support/.
     for path in sorted((ROOT / "tests").glob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):  # `from tests import test_x`, `from . …`
-                module = "tests." * (node.level > 0) + (node.module or "")
-                names = [module] + [f"{module.rstrip('.')}.{a.name}" for a in node.names]
-            else:
-                continue
-            assert not [n for n in names if n.startswith("tests.test_")], path.name
+        assert not [n for n in imported_modules(path) if n.startswith("tests.test_")], path.name
+
+
+def test_no_test_or_test_helper_imports_the_benchmarks():
+    # What a test and a benchmark both need (recordings, spoken requests, question sets)
+    # lives in tests/support/: a benchmark changed for its figures never breaks a test.
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        imports = imported_modules(path)
+        assert not [n for n in imports if n.split(".")[0] == "benchmarks"], path
+
+
+def test_the_benchmarks_import_only_the_shared_support_from_the_tests():
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        from_tests = [n for n in imported_modules(path) if n.split(".")[0] == "tests"]
+        shared = [n for n in from_tests if f"{n}.".startswith("tests.support.")]
+        assert sorted(set(from_tests) - set(shared)) == [], path

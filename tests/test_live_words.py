@@ -21,9 +21,9 @@ from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import silence, speechlike
 from tests.support.clocks import MicrophoneClock, wait_until
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 RATE = 16000
 

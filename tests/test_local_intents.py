@@ -16,9 +16,9 @@ from assistant.local.matcher import IntentMatcher, normalized
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
-from tests.fakes import ScriptedChatModel
 from tests.support.clocks import ManualClock
 from tests.support.command_line import piped, without_user_settings
+from tests.support.fakes import ScriptedChatModel
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from wyoming.handle import Handled
 from assistant.cli.main import main
 from assistant.confirmation import Confirmation
 from assistant.voice.replay import ReplayTurn, SessionAnswers
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.command_line import without_user_settings
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.mcp_servers import notes_server_command, notes_server_env
 from tests.support.remote_model import USAGE, ScriptedServer, chunk, stream, text
 from tests.support.serving import serving

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from assistant.cli.main import main
-from tests.fakes import ScriptedChatModel
 from tests.support.command_line import chat_through_main, without_user_settings
+from tests.support.fakes import ScriptedChatModel
 from tests.support.mcp_servers import notes_server_command, notes_server_env
 from tests.support.nodisk import run_parley, written_outside
 

@@ -21,8 +21,8 @@ from assistant.mcp_client.config import ServerConfig
 from assistant.mcp_client.hub import Status
 from assistant.mcp_client.tools import McpTools
 from assistant.tools import RESULT_CUT_NOTE, Failure, builtin_tools
-from tests.fakes import ScriptedChatModel
 from tests.support.command_line import chat_through_main, piped, without_user_settings
+from tests.support.fakes import ScriptedChatModel
 from tests.support.mcp_servers import (
     notes_server_command,
     notes_server_env,

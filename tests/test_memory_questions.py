@@ -18,7 +18,7 @@ from assistant.local.matcher import IntentMatcher
 from assistant.local.memory_answers import statements
 from assistant.local.memory_questions import memory_question, normalized, past
 from assistant.tools import builtin_tools
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 from tests.support.nodisk import run_parley
 
 WRONG = "I'm Karen, and you parked in the garden."

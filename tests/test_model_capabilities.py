@@ -17,9 +17,9 @@ from models.base import CancelToken, ChatModel, ModelCapabilities
 from models.embedded import LLM_FILE, default_llm, is_embedded_llm
 from models.llama import llama_capabilities, reads_tools
 from models.openai_compat import OpenAIChatModel
-from tests.fakes import HeldSummaries, ScriptedChatModel
 from tests.support.command_line import chat_through_main
 from tests.support.conversations import chat, filler
+from tests.support.fakes import HeldSummaries, ScriptedChatModel
 
 EMBEDDED = ModelCapabilities(native_tools=False, prefill=True, keeps_prompt_aside=True,
                              repeats_answers_it_sees=True, confused_by_the_date=True)

@@ -54,7 +54,7 @@ def test_the_embedded_model_does_not_parrot_over_thirty_varied_questions(tmp_pat
     """Before, 24 to 30 of these 32 replies were over 80% an earlier one (the same joke again)."""
     import difflib
 
-    from benchmarks.answers import FACTS, PARROT_QUESTIONS
+    from tests.support.parrot_questions import FACTS, PARROT_QUESTIONS
 
     questions = PARROT_QUESTIONS
     texts = [q if isinstance(q, str) else q[0] for q in questions]

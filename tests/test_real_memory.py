@@ -8,7 +8,7 @@ from rich.console import Console
 
 from assistant.cli.render import ChatRenderer
 from assistant.events import RecallHint, ReplyDone, Summarized, SummaryStarted, TextDelta
-from benchmarks.memory import build_conversation
+from tests.support.planted_facts import build_conversation
 
 pytestmark = pytest.mark.real
 

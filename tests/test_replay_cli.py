@@ -13,10 +13,10 @@ import pytest
 
 from assistant.cli.main import main
 from audio.files import write_wav
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import clip
 from tests.support.command_line import without_user_settings
 from tests.support.conversations import distinct_sentences, long_answer
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 RATE = 16000
 HELLO, OVER = 4000, 12000

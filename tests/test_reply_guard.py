@@ -12,8 +12,8 @@ from assistant.reply_guard import FALLBACK, CutReason, ReplyGuard
 from assistant.sentences import split_sentences
 from assistant.tools import builtin_tools
 from models.base import CancelToken
-from tests.fakes import ScriptedChatModel
 from tests.support.conversations import long_answer
+from tests.support.fakes import ScriptedChatModel
 
 PROMPT = prompt_text(SYSTEM_PROMPT, builtin_tools().specs())
 LOOPED_LINE = "The Romans built roads, temples and aqueducts across their empire.\n"

@@ -19,8 +19,8 @@ import pytest
 
 from assistant.cli.main import main
 from memory.store import check
-from tests.fakes import ScriptedChatModel
 from tests.support.command_line import chat_through_main
+from tests.support.fakes import ScriptedChatModel
 from tests.support.saved_files import rows
 from tests.support.transcripts import HISTORY_TIME
 from tests.support.voice_command import stand_in_speech
@@ -33,7 +33,7 @@ BOOT = textwrap.dedent("""
     import sys, threading
     import assistant.session.engines as engines
     from models.base import TextChunk
-    from tests.fakes import ScriptedChatModel
+    from tests.support.fakes import ScriptedChatModel
 
     class Model(ScriptedChatModel):
         def stream(self, messages, tools, max_tokens, cancel=None):

@@ -20,9 +20,9 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from memory.store import ConversationStore
 from memory.summary import RunningSummary
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import silence, speechlike
 from tests.support.clocks import MicrophoneClock, wait_until
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.saved_files import rows
 
 FIRST, WHOLE = 4000, 8000

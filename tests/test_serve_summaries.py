@@ -15,9 +15,9 @@ from assistant.serve.service import Service
 from assistant.serve.wire import read_event
 from assistant.tools import builtin_tools
 from memory.summary import RunningSummary
-from tests.fakes import HeldSummaries
 from tests.support.clocks import HUNG_S
 from tests.support.conversations import chat, filler
+from tests.support.fakes import HeldSummaries
 
 
 class Writer:

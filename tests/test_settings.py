@@ -15,8 +15,8 @@ from assistant.cli.main import main
 from assistant.conversation import Conversation
 from assistant.errors import ConfigError
 from assistant.tools import builtin_tools
-from tests.fakes import ScriptedChatModel
 from tests.support.command_line import flat, without_user_settings
+from tests.support.fakes import ScriptedChatModel
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from assistant.events import TextDelta, ToolCall, ToolResult
 from assistant.tools import builtin_tools
 from models.base import TextChunk, ToolCallChunk, ToolSpec
 from models.toolcalls import ToolCallScanner
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 from tests.support.remote_model import ScriptedServer, parley_chat, stream, text
 from tests.support.transcripts import untimed
 

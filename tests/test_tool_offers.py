@@ -10,8 +10,8 @@ from assistant.timers import Timers
 from assistant.tool_offers import offered_for
 from assistant.tools import Tool, builtin_tools
 from models.base import ModelCapabilities, ToolSpec
-from tests.fakes import ScriptedChatModel
 from tests.support.clocks import ManualClock
+from tests.support.fakes import ScriptedChatModel
 
 
 def all_tools():

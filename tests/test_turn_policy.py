@@ -24,7 +24,7 @@ from audio.segmenter import (
 )
 from audio.turn_policy import TurnPolicy, TurnSettings, Words
 from models.base import CancelToken
-from tests.fakes import ToneTextToSpeech
+from tests.support.fakes import ToneTextToSpeech
 
 F = 480  # samples in a 30 ms frame at 16 kHz
 # In frames: pre-roll 10, the model asked at 7 silent frames (210 ms), the turn ended at

@@ -13,15 +13,15 @@ from assistant.voice.replay import SessionError, load_session, replay, session_j
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from tests.fakes import (
+from tests.support.clips import clip
+from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.conversations import filler, long_answer, summarizing_conversation
+from tests.support.fakes import (
     HearsWordsInAnything,
     ScriptedChatModel,
     ScriptedSpeechToText,
     ToneTextToSpeech,
 )
-from tests.support.clips import clip
-from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
-from tests.support.conversations import filler, long_answer, summarizing_conversation
 from tests.support.voice_harness import run_turns
 from tests.support.voice_sessions import (
     HELLO,

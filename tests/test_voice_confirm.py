@@ -34,9 +34,9 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import WakeWordDetector
 from models.base import ToolSpec
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.live_voice import (
     quit_cleanly,
     spawn_voice,

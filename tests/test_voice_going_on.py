@@ -18,9 +18,9 @@ from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import silence, speechlike
 from tests.support.clocks import HUNG_S, MicrophoneClock, wait_until
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 FIRST, WHOLE, OTHER, CANCEL = 4000, 8000, 12000, 16000
 """The clips' peaks: the stand-in recognizer hears the loudest part of what it is given,

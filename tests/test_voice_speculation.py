@@ -15,9 +15,9 @@ from assistant.voice.speculation import Speculation
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.clocks import MicrophoneClock, wait_until
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.voice_harness import run_turns
 from tests.support.voice_sessions import HELLO, TIME, run_session
 

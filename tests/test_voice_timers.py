@@ -13,7 +13,7 @@ from assistant.voice.turns import VoiceSettings
 from audio.chime import chime
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 
 def make_loop(ring_times: int = 3, ring_gap_s: float = 0.3, realtime: bool = False):

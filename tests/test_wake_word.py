@@ -24,10 +24,10 @@ from audio.wakeword import (
     find_wake_word,
     wake_words,
 )
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support import espeak
 from tests.support import speech_samples as samples
 from tests.support.clips import silence, speechlike
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 RATE = 16000
 REQUEST, FOLLOW_UP = 8000, 12000

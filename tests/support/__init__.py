@@ -1,1 +1,2 @@
-"""Helpers shared by the tests and the benchmarks: clocks, audio clips, the sound server, loop builders."""  # noqa: E501
+"""Code the tests share, and the benchmarks may import: the stand-in engines, clocks,
+audio clips, the sound server, speech recordings, spoken requests and question sets."""

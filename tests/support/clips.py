@@ -30,8 +30,8 @@ def tone(seconds: float, rate: int = RATE, hz: float = 440.0, peak: int = 10000)
 def speechlike(seconds: float, peak: int, rate: int = RATE, pitch: float = 140.0) -> np.ndarray:
     """A voiced, syllable-paced buzz that webrtcvad takes for speech; `peak` labels it.
 
-    `tests.fakes.ScriptedSpeechToText` tells clips apart by their peak amplitude, so a test
-    can script what each clip "says" while the real segmenter and VAD run on it.
+    `tests.support.fakes.ScriptedSpeechToText` tells clips apart by their peak amplitude, so
+    a test can script what each clip "says" while the real segmenter and VAD run on it.
     """
     t = np.arange(int(seconds * rate)) / rate
     phase = 2 * np.pi * np.cumsum(pitch * (1 + 0.05 * np.sin(2 * np.pi * 3 * t))) / rate

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from assistant.conversation import Conversation, ReplySettings
 from assistant.tools import builtin_tools
-from tests.fakes import HeldSummaries, ScriptedChatModel, SummarizingModel
+from tests.support.fakes import HeldSummaries, ScriptedChatModel, SummarizingModel
 
 
 def summarizing_conversation(context_size: int = 2048,

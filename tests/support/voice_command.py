@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from assistant.cli.main import main
 from assistant.voice.loop import VoiceLoop
 from audio.memory_out import MemorySpeaker
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.command_line import without_user_settings
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 
 class SilentMicrophone:

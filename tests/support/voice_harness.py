@@ -28,9 +28,9 @@ from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from models.speech import SpeechToText, TextToSpeech
-from tests.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import silence
 from tests.support.clocks import HUNG_S, MicrophoneClock
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 TRAILING_SILENCE_S = 1.5
 """Fed after each clip, so the segmenter hears the end of speech (as replay does)."""

@@ -16,8 +16,8 @@ from assistant.voice.turns import VoiceSettings
 from audio.files import write_wav
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter, SegmenterSettings
-from tests.fakes import ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.clips import RATE
+from tests.support.fakes import ScriptedSpeechToText, ToneTextToSpeech
 
 HELLO, TIME, STOP = 4000, 8000, 12000
 """Peaks of the clips (`tests.support.clips.clip`) that say what SCRIPT gives for them."""
