@@ -14,7 +14,7 @@ from assistant.cli.saved import save_request
 from assistant.conversation import Conversation, ReplySettings
 from assistant.errors import ConfigError, ModelError
 from assistant.mcp_client.config import SEPARATOR, ServerConfig, merged, read_mcp_file
-from assistant.saved import SavedConversation
+from assistant.saved import saved_conversation
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import ToolRegistry, builtin_tools
@@ -139,7 +139,7 @@ def load_conversation(args: argparse.Namespace, timers: Timers,
         settings = reply_settings(args, max_messages, model, idle_summaries)
         if saving is None:
             return Conversation(model, tools, settings, local=local.result())
-        return SavedConversation(saving.open(), model, tools, settings, local=local.result())
+        return saved_conversation(saving.open(), model, tools, settings, local=local.result())
 
 
 def load_voice_engines(args: argparse.Namespace, timers: Timers,

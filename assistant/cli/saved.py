@@ -16,7 +16,7 @@ from rich.console import Console
 
 from assistant.conversation import Conversation
 from assistant.errors import ConfigError
-from assistant.saved import SavedConversation
+from assistant.saved import store_of
 from memory.history import said_at
 from memory.store import ConversationStore, check
 
@@ -55,9 +55,9 @@ def save_request(args: argparse.Namespace) -> SaveRequest | None:
 def announce(conversation: Conversation, console: Console) -> None:
     """Say which file the conversation is kept in (and what it continues); a failure to
     save later is shown on the same console, once."""
-    if not isinstance(conversation, SavedConversation):
+    store = store_of(conversation)
+    if store is None:
         return
-    store = conversation.store
     # On a line of its own: it may come while a reply's text is being shown.
     store.on_error = lambda line: console.print(f"\n! {line}", style="bold red", soft_wrap=True)
     total = store.count()
@@ -76,5 +76,5 @@ def announce(conversation: Conversation, console: Console) -> None:
 
 def close_saved(conversation: Conversation) -> None:
     """Close the conversation's file, if it has one (its -wal folds back into it)."""
-    if isinstance(conversation, SavedConversation):
-        conversation.store.close()
+    if (store := store_of(conversation)) is not None:
+        store.close()
