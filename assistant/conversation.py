@@ -11,9 +11,7 @@ from assistant import history_tool
 from assistant.events import (
     Error,
     Event,
-    RecallHint,
     ReplyDone,
-    ResearchBudgetReached,
     Sentence,
     Stage,
     TextDelta,
@@ -22,16 +20,18 @@ from assistant.events import (
 )
 from assistant.guarded_answer import GuardedAnswer, prompt_text
 from assistant.local.answers import LocalAnswer, LocalIntents
+from assistant.model_reply import ModelReply
 from assistant.prompt import NEXT_MESSAGE_TOKENS, SYSTEM_PROMPT, PromptBuilder
 from assistant.sentences import split_sentences
-from assistant.summarizer import SummarizesConversation
-from assistant.tool_offers import change_said, offered_for
+from assistant.summarizer import Summarizer
+from assistant.tool_offers import offered_for
 from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
+from memory.conversation_state import ConversationState
 from memory.fitting import CurrentMessageTooLong
 from memory.history import History, Message
 from memory.search import HistorySearch, SearchIndexCache
 from memory.summary import SUMMARY_SECONDS, RunningSummary
-from models.base import CancelToken, ChatModel, TextChunk, ToolCallChunk, UsageChunk
+from models.base import CancelToken, ChatModel, ToolCallChunk, ToolSpec
 from models.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def internal_error(exc: Exception) -> Error:
         "conversation is kept; try again. `--debug` shows the details."))
 
 
-class Conversation(SummarizesConversation):
+class Conversation:
     """One conversation with one model; `reply()` is shared by chat, voice and replay."""
 
     def __init__(
@@ -96,16 +96,26 @@ class Conversation(SummarizesConversation):
         settings: ReplySettings | None = None,
         clock: Callable[[], float] = time.monotonic,
         local: LocalIntents | None = None,
+        state: ConversationState | None = None,
     ) -> None:
         self.model = model
         self.local = local
         """Everyday requests answered before the model (None: the model answers all)."""
         self.tools = tools or ToolRegistry()
         self.settings = settings or ReplySettings()
-        self.history = History()
-        self.summary = RunningSummary()
+        self.state = state if state is not None else ConversationState()
+        """The history and summary, with the listener that saves them (`assistant.saved`)."""
         self.clock = clock
         self._search_cache = SearchIndexCache()
+
+    @property
+    def history(self) -> History:
+        return self.state.history
+
+    @property
+    def summary(self) -> RunningSummary:
+        """The running summary; it changes through `state.set_summary`."""
+        return self.state.summary
 
     @property
     def prompts(self) -> PromptBuilder:
@@ -115,34 +125,41 @@ class Conversation(SummarizesConversation):
                              self._search_cache, self.settings.recent_exchanges,
                              self.history.now, self.settings.tell_date)
 
+    @property
+    def summarizer(self) -> Summarizer:
+        """What writes the running summary, with this conversation's model and settings."""
+        return Summarizer(self.model, self.state, self.prompts, self.settings.summary_seconds,
+                          self.clock)
+
     def fork(self, tools: ToolRegistry | None = None) -> Conversation:
         """A scratch copy to answer in (a speculative reply): the same model, settings and
-        local intents, its own history and summary, `tools` if given."""
+        local intents, its own history and summary (saved by nothing until it is confirmed
+        or adopted), `tools` if given."""
         twin = Conversation(self.model, tools or self.tools, self.settings, self.clock,
-                            self.local)
-        twin.history = History(self.history.messages, self.history.now)
-        twin.summary = self.summary
+                            self.local, self.state.fork())
         twin._search_cache = self._search_cache  # a cache of immutable messages: shareable
         return twin
 
-    def adopt(self, twin: Conversation, forked_from: tuple[Message, ...]) -> bool:
-        """Take a fork's history and summary as this conversation's own; False (nothing
-        taken) if this conversation changed since `forked_from` (a /clear meanwhile)."""
-        if self.history.messages != forked_from:
-            return False
-        self.history = twin.history
-        self.summary = twin.summary
-        return True
-
     def confirm_fork(self, twin: Conversation) -> None:
-        """A fork's reply is this conversation's now, though adopted only once it is done
-        (a saved conversation starts saving the fork's messages here)."""
+        """A fork's reply is this conversation's now, though adopted only once it is done:
+        a saved conversation saves the fork's messages from here."""
+        self.state.confirm(twin.state)
+
+    def adopt(self, twin: Conversation, forked_from: tuple[Message, ...]) -> bool:
+        """Take a fork's history and summary as this conversation's own (saving what it
+        added); False (nothing taken) if this conversation changed since `forked_from` (a
+        /clear meanwhile)."""
+        return self.state.adopt(twin.state, forked_from)
 
     def clear(self) -> None:
         """Forget the whole conversation, its summary included."""
-        self.history.clear()
-        self.summary = RunningSummary()
+        self.state.clear()
         self._search_cache = SearchIndexCache()
+
+    def summarize_ahead(self, emit: Callable[[Event], None], cancel: CancelToken) -> bool:
+        """Between turns: write the summary the coming turns will need (`Summarizer.ahead`);
+        False when cancelled."""
+        return self.summarizer.ahead(self._idle_specs(), emit, cancel)
 
     def reply(
         self,
@@ -166,88 +183,67 @@ class Conversation(SummarizesConversation):
         local = self._local_answer(text) if local_first else None
         if local is not None:
             return self._answer_locally(text, local, emit, first_clause_words)
-        user = self.history.add("user", text)
-        tools = self._tools_over(self.history.messages[:-1], text)
-        usage = UsageChunk(0, 0, 0)
-        shown = GuardedAnswer(emit, prompt_text(self.settings.system_prompt, tools.specs()),
-                              cancel, first_clause_words, self.settings.guard_replies)
-        calls = 0
+        turn = self._begin(text, emit, cancel, first_clause_words, started)
         try:
-            if not self._summarize_if_needed(user.seq, tools, emit, cancel):
-                self.history.remove_from(user.seq)
-                done = ReplyDone("", cancelled=True)
-                emit(done)
-                return done
-            while True:
-                specs = tools.specs() if calls < self.settings.max_tool_calls else []
-                if calls and not specs:
-                    emit(ResearchBudgetReached(calls))
-                step = self.clock()
-                prompt = self.prompts.build(self.history.messages, self.summary, user.seq,
-                                            specs)
-                log.debug("prompt of %d messages built in %.1f ms", len(prompt.messages),
-                          (self.clock() - step) * 1000)
-                if prompt.recalled is not None and calls == 0:
-                    emit(RecallHint(prompt.recalled))
-                call: ToolCallChunk | None = None
-                step, first_token = self.clock(), None
-                # The model stops when the user does, or at a loop or a leak (`shown`).
-                for chunk in self.model.stream(prompt.messages, specs,
-                                               self.settings.answer_tokens, shown.model_cancel):
-                    if isinstance(chunk, TextChunk):
-                        if first_token is None:
-                            first_token = self.clock() - step
-                        shown.add(chunk.text)
-                    elif isinstance(chunk, ToolCallChunk) and call is None and (
-                            calls < self.settings.max_tool_calls):  # offered none: told so
-                        call = chunk
-                    elif isinstance(chunk, UsageChunk):
-                        log.debug("model: %d prompt tokens (%d processed), %d generated in "
-                                  "%.0f ms, first text after %s", chunk.prompt_tokens,
-                                  chunk.processed_tokens, chunk.completion_tokens,
-                                  (self.clock() - step) * 1000,
-                                  "none" if first_token is None else f"{first_token * 1000:.0f} ms")
-                        usage = UsageChunk(usage.prompt_tokens + chunk.prompt_tokens,
-                                           usage.processed_tokens + chunk.processed_tokens,
-                                           usage.completion_tokens + chunk.completion_tokens)
-                if shown.model_cancel.cancelled or call is None:
-                    break
-                calls += 1
-                self._run_tool(tools, call, emit)
-                said = change_said(tools, shown.text)
-                if said:  # a timer set: its sentence is the answer, and the reply is done
-                    shown.say(said)
-                if cancel.cancelled or said:
-                    break
+            if not self._summarize_before(turn):
+                return self._undo(turn, ReplyDone("", cancelled=True))
+            turn.research()
         except CurrentMessageTooLong as exc:
-            self.history.remove_from(user.seq)
-            emit(Error(Stage.PROMPT, (
+            return self._undo(turn, Error(Stage.PROMPT, (
                 f"That message is too long for the model's context: it needs about "
                 f"{exc.needed:,} tokens and {exc.room:,} are free. Shorten it or start "
                 "Parley with a larger --ctx. It was not added to the conversation.")))
-            return None
         except EngineError as exc:  # the engine failed: keep everything said before
             log.debug("the model failed", exc_info=True)
-            self.history.remove_from(user.seq)
-            emit(Error(Stage.MODEL, f"The model failed to answer ({exc}). The conversation is "
-                                    "kept; try again."))
-            return None
+            return self._undo(turn, Error(Stage.MODEL, f"The model failed to answer ({exc}). "
+                                                       "The conversation is kept; try again."))
         except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation
-            log.exception("the reply to message #%d failed", user.seq)
-            self.history.remove_from(user.seq)
-            emit(internal_error(exc))
-            return None
-        answer = shown.finish(cancel.cancelled)
+            log.exception("the reply to message #%d failed", turn.user.seq)
+            return self._undo(turn, internal_error(exc))
+        return self._finish(turn)
+
+    def _begin(self, text: str, emit: Callable[[Event], None], cancel: CancelToken,
+               first_clause_words: int, started: float) -> ModelReply:
+        """The user's message joins the history (so a saved conversation has it before the
+        model runs), with the tools its reply is offered."""
+        user = self.history.add("user", text)
+        tools = self._tools_over(self.history.messages[:-1], text)
+        shown = GuardedAnswer(emit, prompt_text(self.settings.system_prompt, tools.specs()),
+                              cancel, first_clause_words, self.settings.guard_replies)
+        return ModelReply(self.model, self.prompts, self.state, user, tools, shown, emit,
+                          cancel, self._run_tool, self.clock, self.settings.max_tool_calls,
+                          self.settings.answer_tokens, started)
+
+    def _summarize_before(self, turn: ModelReply) -> bool:
+        """The summary the reply needs, unless it is written between turns (then the reply
+        goes on with the last one written); False if cancelled."""
+        if self.settings.idle_summaries:
+            return True
+        specs = turn.tools.specs() if self.settings.max_tool_calls else []
+        return self.summarizer.before_reply(turn.user.seq, specs, turn.emit, turn.cancel)
+
+    def _undo(self, turn: ModelReply, event: ReplyDone | Error) -> ReplyDone | None:
+        """The reply ends without an answer: the user's message leaves the history."""
+        self.history.remove_from(turn.user.seq)
+        turn.emit(event)
+        return event if isinstance(event, ReplyDone) else None
+
+    def _finish(self, turn: ModelReply) -> ReplyDone:
+        """The answer joins the history (a reply cancelled before any text is forgotten)."""
+        cancelled = turn.cancel.cancelled
+        answer = turn.shown.finish(cancelled)
         if answer:
             self.history.add("assistant", answer)
-        elif cancel.cancelled:
-            self.history.remove_from(user.seq)
+        elif cancelled:
+            self.history.remove_from(turn.user.seq)
         self._keep_limit()
-        done = ReplyDone(answer, cancel.cancelled, usage.prompt_tokens,
-                         usage.processed_tokens, usage.completion_tokens)
-        log.debug("reply to #%d done in %.0f ms (%d tool calls%s)", user.seq,
-                  (self.clock() - started) * 1000, calls, ", cancelled" if cancel.cancelled else "")
-        emit(done)
+        usage = turn.usage
+        done = ReplyDone(answer, cancelled, usage.prompt_tokens, usage.processed_tokens,
+                         usage.completion_tokens)
+        log.debug("reply to #%d done in %.0f ms (%d tool calls%s)", turn.user.seq,
+                  (self.clock() - turn.started) * 1000, turn.calls,
+                  ", cancelled" if cancelled else "")
+        turn.emit(done)
         return done
 
     def reply_locally(self, text: str, emit: Callable[[Event], None]
@@ -321,8 +317,7 @@ class Conversation(SummarizesConversation):
             log.debug("the model %s cannot read a prompt ahead: nothing prepared",
                       self.model.name)
             return 0
-        tools = self._tools_over(self.history.messages, "")
-        specs = tools.specs() if self.settings.max_tool_calls else []
+        specs = self._idle_specs()
         started = self.clock()
         try:
             prompt = self.prompts.build(self.history.messages, self.summary,
@@ -338,6 +333,12 @@ class Conversation(SummarizesConversation):
         log.debug("prepared the next prompt: %d tokens processed in %.0f ms", processed,
                   (self.clock() - started) * 1000)
         return processed
+
+    def _idle_specs(self) -> list[ToolSpec]:
+        """The tools the next reply is offered, as far as is known before its message."""
+        if not self.settings.max_tool_calls:
+            return []
+        return self._tools_over(self.history.messages, "").specs()
 
     def _tools_over(self, earlier: tuple[Message, ...], request: str | None = None
                     ) -> ToolRegistry:

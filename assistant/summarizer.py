@@ -2,7 +2,8 @@
 
 `summarize` decides whether the conversation needs a new summary and writes it, with its
 events; a reply does it for its own message (piped chat), or the idle time between turns
-does it ahead of the coming ones (`ahead`), so no reply waits for it.
+does it ahead of the coming ones (`ahead`), so no reply waits for it. `Summarizer` does
+either for a conversation, keeping the result in its state (`ConversationState`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from assistant.events import (
     SummaryStarted,
 )
 from assistant.prompt import NEXT_MESSAGE_TOKENS, PromptBuilder
-from assistant.tools import ToolRegistry
+from memory.conversation_state import ConversationState
 from memory.history import Message, group_exchanges
 from memory.summary import (
     RETRY_AFTER_MESSAGES,
@@ -185,31 +186,40 @@ def summarize(
     return outcome.summary
 
 
-class SummarizesConversation:
-    """The conversation's part that keeps its running summary (a mixin of `Conversation`:
-    it uses the conversation's model, history, summary, settings and prompts)."""
+class Summarizer:
+    """Keeps a conversation's running summary (`state`), written with `model`: inside a
+    reply (`before_reply`, piped chat) or between turns (`ahead`)."""
 
-    def _summarize_if_needed(self, current_seq: int, tools: ToolRegistry,
-                             emit: Callable[[Event], None], cancel: CancelToken) -> bool:
-        """Cover the oldest exchanges when the text no longer fits; False if cancelled.
+    def __init__(self, model: ChatModel, state: ConversationState, prompts: PromptBuilder,
+                 seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.model = model
+        self.state = state
+        self.prompts = prompts
+        """The conversation's prompt builder, the summary's room is measured with."""
+        self.seconds = seconds
+        """Limit for writing one summary, including the wait for the model."""
+        self.clock = clock
+
+    def before_reply(self, current_seq: int, specs: Sequence[ToolSpec],
+                     emit: Callable[[Event], None], cancel: CancelToken) -> bool:
+        """Cover the oldest exchanges when the text no longer fits beside the reply's
+        message `current_seq` and tools `specs`; False if cancelled.
 
         At most once per reply, before any tool call, outside the research budget. A
         failure falls back to the core's dropping and waits six messages to try again.
-        With idle summaries the reply never waits for one: it was written ahead.
         """
-        if self.settings.idle_summaries:
-            return True
-        specs = tools.specs() if self.settings.max_tool_calls else []
-        summary = summarize(self.model, self.prompts, self.history.messages, self.summary,
-                            current_seq, specs, emit, cancel, self.settings.summary_seconds,
-                            self.clock)
+        state = self.state
+        summary = summarize(self.model, self.prompts, state.history.messages, state.summary,
+                            current_seq, specs, emit, cancel, self.seconds, self.clock)
         if summary is None:
             return False
-        self.summary = summary
+        state.set_summary(summary)
         return True
 
-    def summarize_ahead(self, emit: Callable[[Event], None], cancel: CancelToken) -> bool:
-        """Between turns: write the summary the coming turns will need, before a reply does.
+    def ahead(self, specs: Sequence[ToolSpec], emit: Callable[[Event], None],
+              cancel: CancelToken) -> bool:
+        """Between turns: write the summary the coming turns (offered `specs`) will need,
+        before a reply does.
 
         It plans as if the next message and a typical exchange after it had come
         (`ahead_tokens`), emitting the summary's events. Cancelled (the user spoke or
@@ -217,17 +227,17 @@ class SummarizesConversation:
         the prompt prepared before it is still there for the reply (`ChatModel.aside`).
         Returns False when cancelled.
         """
-        messages = self.history.messages
-        specs = self._tools_over(messages, "").specs() if self.settings.max_tool_calls else []
+        state = self.state
+        messages = state.history.messages
         prompts = self.prompts
         # Kept aside: a summary cut short must not cost the reply that stopped it its prompt.
-        summary = summarize(self.model, prompts, messages, self.summary,
-                            self.history.next_seq, specs, emit, cancel,
-                            self.settings.summary_seconds, self.clock,
-                            ahead=ahead_tokens(messages, self.summary, prompts.count),
+        summary = summarize(self.model, prompts, messages, state.summary,
+                            state.history.next_seq, specs, emit, cancel, self.seconds,
+                            self.clock, ahead=ahead_tokens(messages, state.summary,
+                                                           prompts.count),
                             keep_prompt=True)
         if summary is None:
             return False
-        if self.history.messages[:len(messages)] == messages:  # not cleared meanwhile
-            self.summary = summary
+        if state.history.messages[:len(messages)] == messages:  # not cleared meanwhile
+            state.set_summary(summary)
         return True

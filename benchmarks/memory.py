@@ -174,11 +174,11 @@ def bench_summary_and_recall(model_path: str | None, ctx: int, only: str | None)
             # The first question makes the summary; each later one starts from that state.
             for question, expected in RECALL_QUESTIONS:
                 conversation = build_conversation(model, hints)
-                conversation.summary = base.summary
+                conversation.state.set_summary(base.summary)
                 events = []
                 done = conversation.reply(question, events.append)
                 if base.summary.covered_through == 0:
-                    base.summary = conversation.summary
+                    base.state.set_summary(conversation.summary)
                 result.asked += 1
                 answer = done.text if done else ""
                 result.correct += bool(re.search(expected, answer, re.IGNORECASE))

@@ -281,8 +281,8 @@ def test_the_summary_event_comes_before_the_tool_call_in_the_reply_that_summariz
 def test_a_stored_summary_stands_in_for_what_it_covers():
     conversation, model = summarizing_conversation(context_size=8192, recall_hints=False)
     chat(conversation, model, ("The cat is called Miso", "Nice name."), ("hi", "hello"))
-    conversation.summary = RunningSummary(("- (#1–#2) The user's cat is called Miso.",),
-                                          covered_through=2)
+    conversation.state.set_summary(RunningSummary(
+        ("- (#1–#2) The user's cat is called Miso.",), covered_through=2))
     chat(conversation, model, ("What is my cat called?", "Miso."))
     prompt = model.prompts[-1]
     assert "- (#1–#2) The user's cat is called Miso." in prompt[0].content

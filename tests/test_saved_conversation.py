@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
+from assistant import saved
 from assistant.cli.saved import announce
-from assistant.conversation import ReplySettings
-from assistant.saved import SavedConversation
+from assistant.conversation import Conversation, ReplySettings
+from assistant.saved import store_of
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
@@ -20,9 +21,16 @@ from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from memory.store import ConversationStore
 from memory.summary import RunningSummary
+from models.base import CancelToken
 from tests.support.clips import silence, speechlike
 from tests.support.clocks import MicrophoneClock, wait_until
-from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.conversations import chat, filler
+from tests.support.fakes import (
+    HeldSummaries,
+    ScriptedChatModel,
+    ScriptedSpeechToText,
+    ToneTextToSpeech,
+)
 from tests.support.saved_files import rows
 
 FIRST, WHOLE = 4000, 8000
@@ -30,9 +38,9 @@ SCRIPT = {FIRST: "Tell me about", WHOLE: "Tell me about the sea."}
 
 
 def saved_conversation(path: Path, model: ScriptedChatModel,
-                       settings: ReplySettings | None = None) -> SavedConversation:
+                       settings: ReplySettings | None = None) -> Conversation:
     store = ConversationStore.resume(path) if path.exists() else ConversationStore.create(path)
-    return SavedConversation(store, model, builtin_tools(), settings)
+    return saved.saved_conversation(store, model, builtin_tools(), settings)
 
 
 def test_the_users_message_is_in_the_file_before_the_model_answers(tmp_path):
@@ -56,7 +64,7 @@ def test_the_users_message_is_in_the_file_before_the_model_answers(tmp_path):
     assert rows(path) == [(1, "user", "hi"), (2, "assistant", "Hello."),
                           (3, "user", "what is 6*7"), (4, "tool", "6*7 = 42"),
                           (5, "assistant", "It is 42.")]
-    conversation.store.close()
+    store_of(conversation).close()
 
 
 def test_a_fork_writes_only_once_confirmed_or_adopted(tmp_path):
@@ -74,7 +82,7 @@ def test_a_fork_writes_only_once_confirmed_or_adopted(tmp_path):
     assert conversation.adopt(twin, forked_from)
     conversation.reply("three", lambda event: None)
     assert [row[2] for row in rows(path)] == ["one", "OK.", "two", "OK.", "three", "OK."]
-    conversation.store.close()
+    store_of(conversation).close()
 
 
 def test_a_confirmed_fork_cleared_away_leaves_the_file_empty(tmp_path):
@@ -91,7 +99,7 @@ def test_a_confirmed_fork_cleared_away_leaves_the_file_empty(tmp_path):
     assert rows(path) == []
     conversation.reply("a new start", lambda event: None)
     assert rows(path) == [(1, "user", "a new start"), (2, "assistant", "OK.")]
-    conversation.store.close()
+    store_of(conversation).close()
 
 
 def test_resuming_brings_back_the_history_summary_and_numbering(tmp_path):
@@ -99,8 +107,8 @@ def test_resuming_brings_back_the_history_summary_and_numbering(tmp_path):
     conversation = saved_conversation(path, ScriptedChatModel())
     for text in ("one", "two", "three"):
         conversation.reply(text, lambda event: None)
-    conversation.summary = RunningSummary(("- (#1–#2) The user said one.",), 2)
-    conversation.store.close()
+    conversation.state.set_summary(RunningSummary(("- (#1–#2) The user said one.",), 2))
+    store_of(conversation).close()
 
     # Voice keeps the newest messages in memory; the file keeps all of them.
     voice = saved_conversation(path, ScriptedChatModel(), ReplySettings(max_messages=4))
@@ -114,8 +122,8 @@ def test_resuming_brings_back_the_history_summary_and_numbering(tmp_path):
     assert [row[0] for row in rows(path)] == [1, 2, 3, 4, 5, 6, 7, 8]
     assert [m.seq for m in voice.history.messages] == [5, 6, 7, 8]
     voice.clear()  # /clear: the file's conversation goes too, summary included
-    assert rows(path) == [] and voice.store.summary() == RunningSummary()
-    voice.store.close()
+    assert rows(path) == [] and store_of(voice).summary() == RunningSummary()
+    store_of(voice).close()
 
 
 # -- voice: a reply answered ahead of the end of speech ----------------------------------
@@ -135,7 +143,7 @@ class HeldModel(ScriptedChatModel):
         yield from super().stream(messages, tools, max_tokens, cancel)
 
 
-def voice_room(conversation: SavedConversation):
+def voice_room(conversation: Conversation):
     clock = MicrophoneClock()
     loop = VoiceLoop(conversation, ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(10.0),
                      MemorySpeaker(realtime=False), Segmenter(),
@@ -164,8 +172,9 @@ def test_a_reply_answered_ahead_saves_the_users_words_when_the_turn_is_confirmed
         model.release.set()
         loop.close()
     assert rows(path) == [(1, "user", SCRIPT[WHOLE]), (2, "assistant", "The sea is wide.")]
-    assert conversation.history.listener is conversation.store
-    conversation.store.close()
+    store = store_of(conversation)
+    assert store is not None and conversation.history.listener is store
+    store.close()
 
 
 def test_a_reply_answered_ahead_and_talked_over_never_reaches_the_file(tmp_path):
@@ -174,14 +183,14 @@ def test_a_reply_answered_ahead_and_talked_over_never_reaches_the_file(tmp_path)
     model.enqueue("About what?", "The sea is wide.")
     conversation = saved_conversation(path, model)
     written: list[str] = []  # every message text ever inserted, however it was
-    write = conversation.store._write
+    write = store_of(conversation)._write
 
     def spy(statements, last_seq):
         written.extend(p[2] for sql, p in statements if sql.startswith("INSERT INTO messages")
                        or sql.startswith("INSERT OR REPLACE INTO messages"))
         write(statements, last_seq)
 
-    conversation.store._write = spy
+    store_of(conversation)._write = spy
     loop, say = voice_room(conversation)
     try:
         say(np.concatenate([silence(0.3), speechlike(1.0, FIRST), silence(0.4)]))
@@ -194,4 +203,26 @@ def test_a_reply_answered_ahead_and_talked_over_never_reaches_the_file(tmp_path)
         loop.close()
     assert written == [SCRIPT[WHOLE], "The sea is wide."]
     assert rows(path) == [(1, "user", SCRIPT[WHOLE]), (2, "assistant", "The sea is wide.")]
-    conversation.store.close()
+    store_of(conversation).close()
+
+
+def test_a_summary_reaches_the_file_when_written_and_a_forks_only_once_adopted(tmp_path):
+    path = tmp_path / "talk.parley"
+    store = ConversationStore.create(path)
+    model = HeldSummaries(0)
+    conversation = saved.saved_conversation(
+        store, model, builtin_tools(), ReplySettings(answer_tokens=256, idle_summaries=True))
+    chat(conversation, model, filler(0), filler(1), filler(2))
+    assert conversation.summarize_ahead(lambda event: None, CancelToken())
+    written = conversation.summary
+    assert written.covered_through >= 2 and store.summary() == written  # between turns
+    # A fork writes its own summary: the file keeps the conversation's until it is adopted.
+    forked_from = conversation.history.messages
+    twin = conversation.fork()
+    chat(twin, model, filler(3), filler(4))
+    assert twin.summarize_ahead(lambda event: None, CancelToken())
+    assert twin.summary.covered_through > written.covered_through
+    assert store.summary() == written and len(rows(path)) == len(forked_from)
+    assert conversation.adopt(twin, forked_from)
+    assert store.summary() == twin.summary and len(rows(path)) == len(forked_from) + 4
+    store.close()

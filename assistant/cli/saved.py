@@ -10,16 +10,16 @@ from __future__ import annotations
 from rich.console import Console
 
 from assistant.conversation import Conversation
-from assistant.saved import SavedConversation
+from assistant.saved import store_of
 from memory.history import said_at
 
 
 def announce(conversation: Conversation, console: Console) -> None:
     """Say which file the conversation is kept in (and what it continues); a failure to
     save later is shown on the same console, once."""
-    if not isinstance(conversation, SavedConversation):
+    store = store_of(conversation)
+    if store is None:
         return
-    store = conversation.store
     # On a line of its own: it may come while a reply's text is being shown.
     store.on_error = lambda line: console.print(f"\n! {line}", style="bold red", soft_wrap=True)
     total = store.count()
@@ -38,5 +38,5 @@ def announce(conversation: Conversation, console: Console) -> None:
 
 def close_saved(conversation: Conversation) -> None:
     """Close the conversation's file, if it has one (its -wal folds back into it)."""
-    if isinstance(conversation, SavedConversation):
-        conversation.store.close()
+    if (store := store_of(conversation)) is not None:
+        store.close()

@@ -15,7 +15,7 @@ from assistant import history_tool
 from assistant.conversation import Conversation, ReplySettings
 from assistant.errors import ConfigError, ModelError
 from assistant.mcp_client.config import SEPARATOR, ServerConfig, merged, read_mcp_file
-from assistant.saved import SavedConversation
+from assistant.saved import saved_conversation
 from assistant.session.saving import save_request
 from assistant.session.settings import (
     ListeningSettings,
@@ -151,7 +151,7 @@ def load_conversation(settings: Settings, timers: Timers,
         limits = reply_settings(model_settings, max_messages, model, idle_summaries)
         if saving is None:
             return Conversation(model, tools, limits, local=local.result())
-        return SavedConversation(saving.open(), model, tools, limits, local=local.result())
+        return saved_conversation(saving.open(), model, tools, limits, local=local.result())
 
 
 def load_voice_engines(settings: Settings, timers: Timers,
