@@ -240,7 +240,7 @@ def stopped(tmp_path, monkeypatch) -> Stopped:
         runs.seen.append(args)
         raise ConfigError("stopped by the test")
 
-    monkeypatch.setattr("assistant.cli.replay.build_segmenter", build_segmenter)
+    monkeypatch.setattr("assistant.session.engines.build_segmenter", build_segmenter)
     return runs
 
 
