@@ -69,11 +69,12 @@ class Answer:
 
 YES = Answer(True)
 
-Confirm = Callable[[Confirmation], Answer]
-"""Asks the user (or answers for them where no one can be asked)."""
+Approve = Callable[[Confirmation], Answer]
+"""Asks the user (or answers for them where no one can be asked): what each front end gives
+the reply, which asks it before a tool that asks first runs (`ToolRegistry.call`)."""
 
 
-def no_one_to_ask(where: str) -> Confirm:
+def no_one_to_ask(where: str) -> Approve:
     """For a mode with no one to ask (`parley serve`): every such call is refused."""
     def refuse(_: Confirmation) -> Answer:
         return Answer(False, f"it needs the user's yes, and {where}")

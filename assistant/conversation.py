@@ -6,8 +6,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from assistant import history_tool
+from assistant.confirmation import Approve
 from assistant.events import (
     Error,
     Event,
@@ -168,12 +170,14 @@ class Conversation:
         cancel: CancelToken | None = None,
         first_clause_words: int = 0,
         local_first: bool = True,
+        approve: Approve | None = None,
     ) -> ReplyDone | None:
         """Answer `text`, emitting events; returns the final event, or None for an error.
 
         `first_clause_words` lets the first `Sentence` end at a comma once it has that
         many words (voice speaks it while the rest is written). `local_first=False`: the
-        local intents were tried already (`reply_locally`); the model answers.
+        local intents were tried already (`reply_locally`); the model answers. `approve`
+        answers the question of a tool that asks first (without it, such a tool refuses).
         """
         cancel = cancel or CancelToken()
         text = text.strip()
@@ -183,7 +187,7 @@ class Conversation:
         local = self._local_answer(text) if local_first else None
         if local is not None:
             return self._answer_locally(text, local, emit, first_clause_words)
-        turn = self._begin(text, emit, cancel, first_clause_words, started)
+        turn = self._begin(text, emit, cancel, first_clause_words, started, approve)
         try:
             if not self._summarize_before(turn):
                 return self._undo(turn, ReplyDone("", cancelled=True))
@@ -203,7 +207,7 @@ class Conversation:
         return self._finish(turn)
 
     def _begin(self, text: str, emit: Callable[[Event], None], cancel: CancelToken,
-               first_clause_words: int, started: float) -> ModelReply:
+               first_clause_words: int, started: float, approve: Approve | None) -> ModelReply:
         """The user's message joins the history (so a saved conversation has it before the
         model runs), with the tools its reply is offered."""
         user = self.history.add("user", text)
@@ -211,8 +215,8 @@ class Conversation:
         shown = GuardedAnswer(emit, prompt_text(self.settings.system_prompt, tools.specs()),
                               cancel, first_clause_words, self.settings.guard_replies)
         return ModelReply(self.model, self.prompts, self.state, user, tools, shown, emit,
-                          cancel, self._run_tool, self.clock, self.settings.max_tool_calls,
-                          self.settings.answer_tokens, started)
+                          cancel, partial(self._run_tool, approve=approve), self.clock,
+                          self.settings.max_tool_calls, self.settings.answer_tokens, started)
 
     def _summarize_before(self, turn: ModelReply) -> bool:
         """The summary the reply needs, unless it is written between turns (then the reply
@@ -376,7 +380,7 @@ class Conversation:
         self.history.replace_content(last.seq, f"{last.content}\n{note}")
 
     def _run_tool(self, tools: ToolRegistry, call: ToolCallChunk,
-                  emit: Callable[[Event], None]) -> ToolOutput:
+                  emit: Callable[[Event], None], approve: Approve | None = None) -> ToolOutput:
         """Run `call`; its text goes to the history (what the model reads), its output
         (with the value a local answer is made from) is returned."""
         started = self.clock()
@@ -385,7 +389,7 @@ class Conversation:
             output = failed(Failure.UNREADABLE_CALL, f"{call.error}. Try again.")
         else:
             emit(ToolCall(name, call.arguments, tools.label(name, call.arguments)))
-            output = tools.call(name, call.arguments)
+            output = tools.call(name, call.arguments, approve)
         emit(ToolResult(name or "tool", output.text, output.is_error))
         log.debug("tool %s ran in %.1f ms%s", name or "?", (self.clock() - started) * 1000,
                   " (error)" if output.is_error else "")

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 
-from assistant.tools import Failure, ToolOutput, ToolRegistry, failed
+from assistant.confirmation import Approve
+from assistant.tools import Failure, Guard, ToolOutput, ToolRegistry, failed
 
 _NUMBER_WORDS = (
     r"zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
@@ -50,7 +51,8 @@ def offered_for(request: str, tools: ToolRegistry, only_needed: bool = True) -> 
     """The tools of `tools` the request could need (all of them unless `only_needed`), in
     the same order, doing only the changes it asks for (`RequestTools`)."""
     return RequestTools([tool for tool in tools.tools()
-                         if not only_needed or could_need(tool.spec.name, request)], request)
+                         if not only_needed or could_need(tool.spec.name, request)], request,
+                        tools.guards)
 
 
 _TIMER_ACTIONS = {
@@ -93,8 +95,8 @@ class RequestTools(ToolRegistry):
     (the same small model started the same timer four times over). Checking (a timer's
     status) and the read-only tools run as asked."""
 
-    def __init__(self, tools: list, request: str) -> None:
-        super().__init__(tools)
+    def __init__(self, tools: list, request: str, guards: tuple[Guard, ...] = ()) -> None:
+        super().__init__(tools, guards)
         self.request = request
         self.changed: ToolOutput | None = None
         """The result of the change this reply made, if it made one…"""
@@ -106,12 +108,12 @@ class RequestTools(ToolRegistry):
         result's JSON as its answer."""
 
     def copy(self) -> RequestTools:
-        copy = RequestTools(self.tools(), self.request)
+        copy = RequestTools(self.tools(), self.request, self.guards)
         copy.changed, copy.changed_by = self.changed, self.changed_by
         copy.made = self.made
         return copy
 
-    def call(self, name: str, arguments: dict) -> ToolOutput:
+    def call(self, name: str, arguments: dict, approve: Approve | None = None) -> ToolOutput:
         key = json.dumps([name, arguments], sort_keys=True, default=str)
         if key in self.made:
             return failed(Failure.REFUSED, f"{name} was called with these arguments already; "
@@ -122,7 +124,7 @@ class RequestTools(ToolRegistry):
         if tool is None or tool.read_only or tool.asks_first:
             # A tool that asks first is the user's to allow, each time: several changes
             # in one reply (two notes deleted) are theirs to say yes to.
-            return super().call(name, arguments)
+            return super().call(name, arguments, approve)
         action = arguments.get("action")
         asks = ASKED_FOR.get(name, {}).get(action) if isinstance(action, str) else None
         if action != "status" and self.changed is not None:
@@ -131,7 +133,7 @@ class RequestTools(ToolRegistry):
         if asks is not None and not asks.search(self.request):
             return failed(Failure.REFUSED, f"the user did not ask for {name} action {action!r}; "
                           "nothing was changed. Answer the user now, without a tool.")
-        output = super().call(name, arguments)
+        output = super().call(name, arguments, approve)
         if not output.is_error and action != "status":
             self.changed, self.changed_by = output, name
         return output

@@ -14,6 +14,7 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
+from assistant.confirmation import Answer, Approve, Confirmation
 from models.base import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -97,8 +98,10 @@ class Tool:
     read_only: bool = False
     """It changes nothing (a clock, a calculator): safe to run for a reply that may be
     dropped. Tools are assumed to change something unless they say so."""
-    asks_first: bool = False
-    """It runs only after the user's yes (`assistant.confirmation`); its `run` asks."""
+    approval: Callable[[dict], Confirmation] | None = None
+    """For a tool that runs only after the user's yes (`assistant.confirmation`): the
+    question its arguments make. The reply asks it, through whoever can answer
+    (`ToolRegistry.call`'s `approve`), before the tool runs."""
     check: Callable[[dict], str | None] | None = None
     """Checks the arguments against the tool's whole input schema (an MCP tool's); the
     few rules of `check_arguments` otherwise."""
@@ -109,10 +112,22 @@ class Tool:
     what undoes it, given what it returned; None for a call that cannot be. A voice turn
     the user may still go on with runs such a call at once, and undoes it if they do."""
 
+    @property
+    def asks_first(self) -> bool:
+        return self.approval is not None
+
+
+Guard = Callable[[Tool, ToolRun], ToolRun]
+"""Makes a tool's run wait, or refuse, until the reply may change something (a voice
+reply the user may still take back, a reply answered ahead)."""
+
 
 class ToolRegistry:
-    def __init__(self, tools: list[Tool] | None = None) -> None:
+    def __init__(self, tools: list[Tool] | None = None,
+                 guards: tuple[Guard, ...] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._guards = guards
+        """Wrapped around the run of each tool that changes something, innermost first."""
         for tool in tools or []:
             self.register(tool)
 
@@ -134,17 +149,19 @@ class ToolRegistry:
         copy.register(tool)
         return copy
 
-    def copy(self) -> ToolRegistry:
-        """The same tools in a new registry (a subclass keeps what it adds)."""
-        return ToolRegistry(list(self._tools.values()))
+    @property
+    def guards(self) -> tuple[Guard, ...]:
+        return self._guards
 
-    def guarded(self, guard: Callable[[Tool], ToolRun]) -> ToolRegistry:
+    def copy(self) -> ToolRegistry:
+        """The same tools, and guards, in a new registry."""
+        return ToolRegistry(list(self._tools.values()), self._guards)
+
+    def guarded(self, guard: Guard) -> ToolRegistry:
         """A copy whose tools that change something run as `guard` makes them run (a
-        speculative reply's: only once the turn is confirmed); the model sees the same
-        tools."""
-        return ToolRegistry([
-            tool if tool.read_only else dataclasses.replace(tool, run=guard(tool))
-            for tool in self._tools.values()])
+        speculative reply's: only once the turn is confirmed), before their question is
+        asked; the model sees the same tools."""
+        return ToolRegistry(list(self._tools.values()), (*self._guards, guard))
 
     def tools(self) -> list[Tool]:
         return list(self._tools.values())
@@ -162,10 +179,12 @@ class ToolRegistry:
             log.debug("the label of tool %s failed", name, exc_info=True)
             return f"Using {name}"
 
-    def call(self, name: str, arguments: dict) -> ToolOutput:
+    def call(self, name: str, arguments: dict, approve: Approve | None = None) -> ToolOutput:
         """Run a tool. Never raises: a failure is an output whose text tells the model.
 
-        A tool may return its text alone (a `str`): its value is then that text.
+        A tool that asks first runs only if `approve` (whoever can answer, where Parley
+        runs) says yes to its question; without one, it does not run. A tool may return
+        its text alone (a `str`): its value is then that text.
         """
         tool = self._tools.get(name)
         if tool is None:
@@ -179,8 +198,12 @@ class ToolRegistry:
             problem = f"its arguments could not be checked ({exc}); nothing was run"
         if problem:
             return failed(Failure.BAD_ARGUMENTS, problem)
+        run = _approved(tool, approve)
+        if not tool.read_only:
+            for guard in self._guards:
+                run = guard(tool, run)
         try:
-            output = tool.run(arguments)
+            output = run(arguments)
         except ToolRefused as exc:
             return failed(Failure.REFUSED, str(exc), exc)
         except Exception as exc:  # any tool's failure is a result the model reads
@@ -191,6 +214,30 @@ class ToolRegistry:
         if len(output.text) > MAX_RESULT_CHARS:
             output = dataclasses.replace(output, text=capped(output.text))
         return output
+
+
+def _approved(tool: Tool, approve: Approve | None) -> ToolRun:
+    """`tool`'s run, behind its question if it asks first."""
+    question = tool.approval
+    if question is None:
+        return tool.run
+
+    def asked(arguments: dict) -> ToolOutput | str:
+        request = question(arguments)
+        try:
+            answer = approve(request) if approve is not None else NO_ONE_TO_ASK
+        except Exception:  # asking failed (a device gone): the change is not made
+            log.exception("asking the user to confirm %s failed", request.tool)
+            answer = Answer(False, "the user could not be asked")
+        if not answer.allowed:
+            raise ToolRefused(f"{answer.why}: {request.server_tool} was not run and nothing "
+                              "changed. Tell the user, without a tool.")
+        return tool.run(arguments)
+
+    return asked
+
+
+NO_ONE_TO_ASK = Answer(False, "no one can be asked here")
 
 
 _JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,

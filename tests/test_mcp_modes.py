@@ -100,13 +100,15 @@ def test_replay_makes_a_change_only_where_the_session_file_says_yes(tmp_path, mo
 
 def test_a_reply_still_playing_when_the_next_turn_starts_is_answered_from_its_own_turn():
     records: list[object] = []
-    answers = SessionAnswers(records)  # type: ignore[arg-type]
+    answers = SessionAnswers()
     asking = Confirmation("notes__delete_note", "notes", "delete_note", {"name": "notes.txt"})
-    answers.turn_started(ReplayTurn(1, text="Delete notes.txt", confirm=(True,)))
+    answers.turn_started(ReplayTurn(1, text="Delete notes.txt", confirm=(True,)),
+                         records)  # type: ignore[arg-type]
     first_reply = object()
     records.append(first_reply)
     # The next turn (during_reply_ms) starts while the first reply is still playing…
-    answers.turn_started(ReplayTurn(2, text="Delete it all", confirm=(False,)))
+    answers.turn_started(ReplayTurn(2, text="Delete it all", confirm=(False,)),
+                         records)  # type: ignore[arg-type]
     second_reply = object()
     records.append(second_reply)
     # …and the first reply asks only now: its own turn's yes, not the next turn's no.

@@ -46,10 +46,10 @@ def notes_config(transport: str, **settings) -> Iterator[ServerConfig]:
 
 
 @contextmanager
-def connected(config: ServerConfig, confirm=None) -> Iterator[tuple[McpTools, list[str]]]:
+def connected(config: ServerConfig) -> Iterator[tuple[McpTools, list[str]]]:
     """Parley's tools with the server's, once it has started; the lines it warned."""
     warned: list[str] = []
-    tools = McpTools([config], builtin_tools(), warned.append, confirm)
+    tools = McpTools([config], builtin_tools(), warned.append)
     tools.start()
     try:
         tools.wait_started()
@@ -100,10 +100,10 @@ def test_a_change_runs_after_a_yes_and_not_after_a_no(transport):
         asked.append(confirmation.question)
         return answers.pop(0)
 
-    with notes_config(transport) as config, connected(config, confirm) as (tools, _):
-        refused = tools.registry.call("notes__delete_note", {"name": "notes.txt"})
+    with notes_config(transport) as config, connected(config) as (tools, _):
+        refused = tools.registry.call("notes__delete_note", {"name": "notes.txt"}, confirm)
         assert notes_left(tools) == ["notes.txt", "shopping.txt"]
-        done = tools.registry.call("notes__delete_note", {"name": "notes.txt"})
+        done = tools.registry.call("notes__delete_note", {"name": "notes.txt"}, confirm)
         assert notes_left(tools) == ["shopping.txt"]
     assert asked == ["Shall I run delete note on notes, with name notes.txt?"] * 2
     assert refused.error.kind is Failure.REFUSED
@@ -118,8 +118,9 @@ def test_a_trusted_tool_runs_without_asking_and_a_blocked_one_is_not_offered(tra
 
     with notes_config(transport, trusted_tools=frozenset({"add_note"}),
                       blocked_tools=frozenset({"delete_note", "tidy"})) as config, \
-            connected(config, never) as (tools, _):
-        added = tools.registry.call("notes__add_note", {"name": "todo.txt", "text": "milk"})
+            connected(config) as (tools, _):
+        added = tools.registry.call("notes__add_note", {"name": "todo.txt", "text": "milk"},
+                                    never)
         names = tools.registry.names()
         assert "todo.txt" in notes_left(tools)
     assert not added.is_error
@@ -127,9 +128,10 @@ def test_a_trusted_tool_runs_without_asking_and_a_blocked_one_is_not_offered(tra
 
 
 def test_arguments_that_break_the_schema_never_reach_the_server(transport):
-    with notes_config(transport) as config, connected(config, lambda c: YES) as (tools, _):
-        missing = tools.registry.call("notes__delete_note", {})
-        wrong = tools.registry.call("notes__add_note", {"name": "a.txt", "text": 5})
+    with notes_config(transport) as config, connected(config) as (tools, _):
+        missing = tools.registry.call("notes__delete_note", {}, lambda c: YES)
+        wrong = tools.registry.call("notes__add_note", {"name": "a.txt", "text": 5},
+                                    lambda c: YES)
         assert notes_left(tools) == ["notes.txt", "shopping.txt"]
     assert missing.error.kind is Failure.BAD_ARGUMENTS
     assert missing.text == "Error: 'name' is a required property"

@@ -26,8 +26,8 @@ from assistant.events import (
     ToolCall,
 )
 from assistant.timers import Timer
-from assistant.tools import Tool, ToolRefused, builtin_tools
-from assistant.voice.confirm import CONFIRM_WAIT_S
+from assistant.tools import Tool, builtin_tools
+from assistant.voice.approval import CONFIRM_WAIT_S, AnsweredBy
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.turns import VoiceSettings
 from audio.memory_out import MemorySpeaker
@@ -59,11 +59,12 @@ DELETE = ('<tool_call>{"name": "notes__delete_note", "arguments": {"name": "note
 
 class NotesRoom:
     """A voice loop on stand-in engines with a notes tool that asks first, as an MCP
-    server's tool does: its `run` asks the loop's spoken confirmation."""
+    server's tool does: the reply asks its question aloud before it runs."""
 
     def __init__(self, *replies: str, realtime: bool = False, echo_tail_ms: int = 0,
                  speculative_reply: bool = True, ms_per_char: float = 10.0,
-                 barge_in: bool = False, wake_word: WakeWordDetector | None = None) -> None:
+                 barge_in: bool = False, wake_word: WakeWordDetector | None = None,
+                 answered_by: AnsweredBy | None = None) -> None:
         self.clock = MicrophoneClock()
         self.model = ScriptedChatModel()
         self.model.enqueue(*replies)
@@ -74,7 +75,7 @@ class NotesRoom:
             ToolSpec("notes__delete_note", "Delete a note.",
                      {"type": "object", "properties": {"name": {"type": "string"}},
                       "required": ["name"]}),
-            self._delete, lambda _: "Asking notes: delete_note", asks_first=True,
+            self._delete, lambda _: "Asking notes: delete_note", approval=self._question,
             source="notes"))
         self.conversation = Conversation(self.model, tools, ReplySettings())
         self.stt = ScriptedSpeechToText(SCRIPT)
@@ -85,16 +86,16 @@ class NotesRoom:
             self.conversation, self.stt, self.tts, self.speaker, Segmenter(),
             VoiceSettings(echo_tail_ms=echo_tail_ms, speculative_reply=speculative_reply,
                           prefill=False, barge_in=barge_in),
-            render=self.shown.append, clock=self.clock, wake_word=wake_word)
+            render=self.shown.append, clock=self.clock, wake_word=wake_word,
+            answered_by=answered_by)
 
-    def _delete(self, arguments: dict) -> str:
+    def _question(self, arguments: dict) -> Confirmation:
         confirmation = Confirmation("notes__delete_note", "notes", "delete_note",
                                     dict(arguments))
         self.asked.append(confirmation)
-        answer = self.loop.spoken_confirmation(confirmation)
-        if not answer.allowed:
-            raise ToolRefused(f"{answer.why}: delete_note was not run and nothing changed. "
-                              "Tell the user, without a tool.")
+        return confirmation
+
+    def _delete(self, arguments: dict) -> str:
         self.deleted.append(arguments["name"])
         return f"Deleted {arguments['name']}."
 
@@ -102,7 +103,7 @@ class NotesRoom:
         self.clock.feed(self.loop.feed_audio, pcm)
 
     def wait_for_the_question(self) -> None:
-        wait_until(lambda: self.loop.replies.awaiting_answer, "the question asked")
+        wait_until(lambda: self.loop.replies.approval.waiting, "the question asked")
 
     def listen_until(self, condition: Callable[[], object], what: str) -> None:
         """Feed silence, a frame at a time, until `condition()` holds (a real-time speaker
@@ -210,7 +211,7 @@ def test_silence_until_the_wait_ends_is_a_no():
     room.loop.submit_text("Delete my notes file.")
     room.wait_for_the_question()
     room.say(silence(CONFIRM_WAIT_S - 1.0))
-    assert room.loop.replies.awaiting_answer  # the microphone's clock has not got there
+    assert room.loop.replies.approval.waiting  # the microphone's clock has not got there
     room.say(silence(1.5))
     room.finish()
     assert room.deleted == []
@@ -244,8 +245,7 @@ def test_stopping_the_reply_while_it_waits_is_a_no():
 def test_an_answer_from_elsewhere_follows_the_question_said_aloud():
     """Replay answers from its session file, not the microphone: the question is still
     said and shown, and the answer it gives decides."""
-    room = NotesRoom(DELETE, "Deleted.")
-    room.loop.spoken_confirmation.answered_by = lambda confirmation, asking: "Sure."
+    room = NotesRoom(DELETE, "Deleted.", answered_by=lambda confirmation, asking: "Sure.")
     room.loop.submit_text("Delete my notes file.")
     room.finish()
     assert room.deleted == ["notes.txt"]
@@ -305,7 +305,7 @@ def test_half_duplex_the_answer_is_heard_once_the_question_has_played(echo_tail_
     over = np.concatenate([silence(0.2), speechlike(1.0, NO), silence(0.8)])
     assert len(over) / RATE < question_s
     room.say(over)  # said over the question: never heard
-    room.listen_until(lambda: room.loop.replies.awaiting_answer, "listening for the answer")
+    room.listen_until(lambda: room.loop.replies.approval.waiting, "listening for the answer")
     room.say(np.concatenate([clip(0.6, YES), silence(1.5)]))
     room.finish()
     assert room.deleted == ["notes.txt"]
@@ -369,7 +369,7 @@ def test_parley_voice_asks_aloud_before_an_mcp_tool_changes_something(
     monkeypatch.setattr(sys, "stdin", TypedAfter([
         (lambda: loop() and "notes__delete_note" in loop().conversation.tools.names(),
          "Delete my notes file."),
-        (lambda: loop().replies.awaiting_answer, "yes"),
+        (lambda: loop().replies.approval.waiting, "yes"),
         (lambda: loop().wait_idle(0.01), "/tools"),
     ]))
     assert main(["voice", "--mcp", str(servers)]) == 0

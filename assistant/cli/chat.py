@@ -159,7 +159,8 @@ class ChatSession:
             for event in self._idle_outcomes:  # written while the user typed: said now
                 self.render(event)
             self._idle_outcomes.clear()
-            run_interruptibly(partial(self.conversation.reply, line, self.render, cancel),
+            run_interruptibly(partial(self.conversation.reply, line, self.render, cancel,
+                                      approve=self.confirm),
                               cancel.cancel)
             self._start_idle()
         # Leaving while llama.cpp still runs on a daemon thread can crash the interpreter.

@@ -191,10 +191,8 @@ def run(args: argparse.Namespace) -> int:
         session = ChatSession(conversation, interactive=interactive, timers=built.timers,
                               mcp=mcp, stdin=stdin)
         built.timers.when_finished(session.timer_finished)  # the session shows it going off
-        if mcp is not None:
-            mcp.confirm = session.confirm
-            if not interactive:  # a script is offered the same tools on every run
-                mcp.wait_started()
+        if mcp is not None and not interactive:  # a script is offered the same tools each run
+            mcp.wait_started()
         announce(conversation, session.console)
         try:
             return session.run(stdin)

@@ -44,17 +44,15 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         return MemorySpeaker(realtime=realtime, keep_chunks=False, far_end=far_end)
 
     clock = SkippableClock()
+    answers = SessionAnswers()  # asked as live, answered from the session file
     with voice_session(settings, output, lambda line: print(f"parley: {line}",
                                                            file=sys.stderr),
                        clock=clock, room=room, keep_audio=args.audio_out is not None,
-                       adjust=adjust) as session:
+                       adjust=adjust, answered_by=answers) as session:
         loop, mcp = session.loop, session.mcp
         if mcp is not None:
             # Every turn is offered the same tools on every run: replay waits for them.
             mcp.wait_started()
-        answers = SessionAnswers(loop.records)  # a change only where the file says yes
-        if mcp is not None:  # asked as live, answered from the session file
-            loop.spoken_confirmation.answered_by = answers
 
         def skip(seconds: float) -> None:
             clock.skip(seconds)

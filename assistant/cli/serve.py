@@ -50,7 +50,7 @@ def _serve(settings: Settings, console: Console, address, served: ServedSession)
     stt, tts, serve = served.stt, served.tts, settings.serve
     live_transcript_s = settings.listening.live_transcript_s
     voice_name = Path(tts.path).name.removesuffix(".onnx")
-    engines = Engines(stt, tts)
+    engines = Engines(stt, tts, served.approve)
     info = describe(stt_label(settings), voice_name, tts.language, served.model.name,
                     importlib.metadata.version("parley"), live_transcript_s > 0)
     conversations = Conversations(served.create, serve.max_conversations,

@@ -57,11 +57,9 @@ def run_tools(args: argparse.Namespace, settings: ToolSettings) -> int:
     arguments = _arguments(words[2] if len(words) == 3 else "{}")
     timers = Timers()
     registry = conversation_tools(timers)
-    # The user's own command is the yes a tool that asks first would need.
     try:
         with running_mcp(settings, registry,
-                         lambda line: notes.print(f"! {line}", style="bold red"),
-                         confirm=lambda _: YES) as mcp:
+                         lambda line: notes.print(f"! {line}", style="bold red")) as mcp:
             if mcp is not None:
                 count = len(mcp.servers)
                 notes.print(f"· Starting {count} MCP server{'s' if count != 1 else ''}…",
@@ -78,7 +76,8 @@ def run_tools(args: argparse.Namespace, settings: ToolSettings) -> int:
                 return 0
             name = _tool_name(words[1], registry, mcp)
             console.print(f"· {registry.label(name, arguments)}…", style="dim")
-            output = registry.call(name, arguments)
+            # The user's own command is the yes a tool that asks first would need.
+            output = registry.call(name, arguments, approve=lambda _: YES)
             console.print(output.text)
             return 1 if output.is_error else 0
     finally:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assistant.confirmation import Answer, Confirm, Confirmation, no_one_to_ask
+from assistant.confirmation import Confirmation
 from assistant.mcp_client.config import SEPARATOR, ServerConfig
 from assistant.mcp_client.hub import CallFailed, McpHub, ServerState
-from assistant.tools import Failure, Tool, ToolOutput, ToolRefused, ToolRegistry, failed
+from assistant.tools import Failure, Tool, ToolOutput, ToolRegistry, failed
 from models.base import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -122,12 +122,8 @@ class McpTools:
     `registry` when a server is ready and withdrawn when it fails."""
 
     def __init__(self, servers: list[ServerConfig], registry: ToolRegistry,
-                 warn: Callable[[str], None], confirm: Confirm | None = None,
-                 server_stderr: bool = False) -> None:
+                 warn: Callable[[str], None], server_stderr: bool = False) -> None:
         self.registry = registry
-        self.confirm: Confirm = confirm or no_one_to_ask("no one can be asked here")
-        """Asks the user before a tool that changes something; set by the mode that runs
-        (typed in chat, spoken in voice, the session file in replay)."""
         self._configs = {s.name: s for s in servers}
         self._warn = warn
         self._names: dict[str, set[str]] = {}
@@ -194,11 +190,6 @@ class McpTools:
         server, server_tool = config.name, tool.name
 
         def run(arguments: dict) -> ToolOutput:
-            if asks:
-                answer = self._ask(Confirmation(name, server, server_tool, dict(arguments)))
-                if not answer.allowed:
-                    raise ToolRefused(f"{answer.why}: {server_tool} was not run and nothing "
-                                      "changed. Tell the user, without a tool.")
             try:
                 result = self.hub.call(server, server_tool, arguments)
             except CallFailed as exc:
@@ -211,12 +202,7 @@ class McpTools:
 
         return Tool(ToolSpec(name, (tool.description or tool.name).strip(), schema), run,
                     lambda _: f"Asking {server}: {server_tool}",
-                    read_only=read_only(tool) and not asks, asks_first=asks,
+                    read_only=read_only(tool) and not asks,
+                    approval=(lambda arguments: Confirmation(name, server, server_tool,
+                                                             dict(arguments))) if asks else None,
                     check=schema_check(schema), source=server)
-
-    def _ask(self, confirmation: Confirmation) -> Answer:
-        try:
-            return self.confirm(confirmation)
-        except Exception:  # asking failed (a device gone): the change is not made
-            log.exception("asking the user to confirm %s failed", confirmation.tool)
-            return Answer(False, "the user could not be asked")

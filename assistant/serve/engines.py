@@ -20,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 
 from assistant.between_turns import BetweenTurns
+from assistant.confirmation import Approve
 from assistant.conversation import Conversation
 from assistant.events import Error, Event, ReplyDone, Summarized, SummaryFailed
 from assistant.sentences import split_sentences
@@ -51,8 +52,11 @@ class Engines:
     """Speech-to-text, text-to-speech, the local intents and the conversations' model, a
     thread each."""
 
-    def __init__(self, stt: SpeechToText, tts: TextToSpeech) -> None:
+    def __init__(self, stt: SpeechToText, tts: TextToSpeech,
+                 approve: Approve | None = None) -> None:
         self.stt, self.tts = stt, tts
+        self.approve = approve
+        """Answers for a tool that asks first: no one can be asked here, so it says why."""
         self._threads = {name: ThreadPoolExecutor(1, thread_name_prefix=f"serve-{name}")
                          for name in ("stt", "tts", "local", "model")}
         self.closing = False
@@ -97,7 +101,8 @@ class Engines:
         def by_model() -> Answer:
             if cancel.cancelled:  # the client left while this waited its turn
                 return Answer("", failed=True)
-            return answer(conversation.reply(text, collect, cancel, local_first=False))
+            return answer(conversation.reply(text, collect, cancel, local_first=False,
+                                             approve=self.approve))
 
         matched, done = await self._run("local", lambda: conversation.reply_locally(text,
                                                                                   collect))

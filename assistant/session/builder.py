@@ -24,6 +24,7 @@ from assistant.tools import ToolRegistry
 if TYPE_CHECKING:
     from assistant.events import Event
     from assistant.mcp_client.tools import McpTools
+    from assistant.voice.approval import AnsweredBy
     from assistant.voice.loop import VoiceLoop
     from assistant.voice.turns import VoiceSettings
     from audio.echo import FarEnd, MicrophoneInput
@@ -88,13 +89,14 @@ def voice_session(settings: Settings, output: Callable[[FarEnd | None], AudioOut
                   adjust: Callable[[VoiceSettings, bool], VoiceSettings] = (
                       lambda chosen, in_real_time: chosen),
                   loading: Callable[[], AbstractContextManager[Any]] = _loaded_quietly,
-                  ) -> Iterator[VoiceSession]:
+                  answered_by: AnsweredBy | None = None) -> Iterator[VoiceSession]:
     """A spoken conversation. `output(far_end)` makes what plays the replies (given where
     the echo canceller hears them, if it runs); `room` adds a simulated room's echo to the
     input (replay's `--echo`); `adjust(settings, in_real_time)` changes how the loop
     listens (replay rings a timer once), told whether the input is cleaned or echoed (it
     then comes in real time); `loading` wraps the models' loading (a line on screen, a
-    Ctrl-C held until they are loaded)."""
+    Ctrl-C held until they are loaded). A tool that asks first asks aloud, in the reply, and
+    the user's answer is heard (or `answered_by` gives it: a replay's session file)."""
     from assistant.voice.loop import VoiceLoop
     from audio.echo import FarEnd
 
@@ -115,9 +117,7 @@ def voice_session(settings: Settings, output: Callable[[FarEnd | None], AudioOut
             played = output(far_end if microphone is not None else None)
             loop = VoiceLoop(conversation, stt, tts, played, segmenter, voice, render,
                              clock=clock, keep_audio=keep_audio, keep_records=keep_records,
-                             wake_word=wake_word, timers=timers)
-            if mcp is not None:  # a tool that changes something asks aloud, in the reply
-                mcp.confirm = loop.spoken_confirmation
+                             wake_word=wake_word, timers=timers, answered_by=answered_by)
             yield VoiceSession(settings, conversation, timers, tools, mcp, stt, tts, loop,
                                microphone, played)
     finally:

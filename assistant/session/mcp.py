@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from assistant.confirmation import Confirm
 from assistant.mcp_client.tools import McpTools
 from assistant.session.engines import configured_servers
 from assistant.session.settings import ToolSettings
@@ -13,16 +12,17 @@ from assistant.tools import ToolRegistry
 
 
 @contextmanager
-def running_mcp(settings: ToolSettings, registry: ToolRegistry, warn: Callable[[str], None],
-                confirm: Confirm | None = None) -> Iterator[McpTools | None]:
+def running_mcp(settings: ToolSettings, registry: ToolRegistry,
+                warn: Callable[[str], None]) -> Iterator[McpTools | None]:
     """The configured servers, started in the background (None if there are none): their
     tools join `registry` as each is ready, and a reply never waits for them. They are
-    stopped at the end, however it comes."""
+    stopped at the end, however it comes. A tool of theirs that asks first is asked by the
+    reply that calls it (`assistant.confirmation`)."""
     servers = configured_servers(settings)
     if not servers:
         yield None
         return
-    tools = McpTools(servers, registry, warn, confirm, server_stderr=settings.server_stderr)
+    tools = McpTools(servers, registry, warn, server_stderr=settings.server_stderr)
     tools.start()
     try:
         yield tools

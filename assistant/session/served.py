@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from assistant.confirmation import no_one_to_ask
+from assistant.confirmation import Approve, no_one_to_ask
 from assistant.conversation import Conversation
 from assistant.session import engines
 from assistant.session.mcp import running_mcp
@@ -33,6 +33,8 @@ class ServedSession:
     tts: TextToSpeech
     create: Callable[[], Conversation]
     """A new conversation on the shared engines and tools."""
+    approve: Approve
+    """What a tool that asks first is told: no one can be asked here."""
 
 
 def conversation_factory(settings: ModelSettings, model: ChatModel,
@@ -73,9 +75,10 @@ def served_session(settings: Settings, warn: Callable[[str], None],
     no one can be asked to confirm a change here: only the tools their config trusts run.
     `loading()` is called as the models start loading (a line on screen)."""
     tools = serve_tools()
-    with running_mcp(settings.tools, tools, warn, confirm=no_one_to_ask(SERVE_CANNOT_ASK)):
+    with running_mcp(settings.tools, tools, warn):
         loading()
         model = engines.load_model(settings.model)
         create = conversation_factory(settings.model, model, tools)
         yield ServedSession(model, engines.load_stt(settings.speech),
-                            engines.load_tts(settings.speech), create)
+                            engines.load_tts(settings.speech), create,
+                            no_one_to_ask(SERVE_CANNOT_ASK))

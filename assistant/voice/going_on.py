@@ -51,13 +51,13 @@ def unheard(record: TurnRecord, now: float) -> bool:
     return now < speech_ended + FIRST_MOMENTS_S
 
 
-def once_settled(record: TurnRecord, tool: Tool, lock: threading.RLock,
+def once_settled(record: TurnRecord, tool: Tool, run: ToolRun, lock: threading.RLock,
                  clock: Callable[[], float], closing: Callable[[], bool]) -> ToolRun:
-    """`tool`'s run, once `record`'s turn can no longer be continued (`FIRST_MOMENTS_S`
-    after the user's speech ended); refused if they went on meanwhile. Once it ran, the
-    turn stays as it is. A call that can be undone (`Tool.take_back`: a timer started)
-    runs at once instead, and is undone if the turn is taken back."""
-    run = tool.run
+    """`tool`'s `run` (behind its question, if it asks first), once `record`'s turn can no
+    longer be continued (`FIRST_MOMENTS_S` after the user's speech ended); refused if they
+    went on meanwhile. Once it ran, the turn stays as it is. A call that can be undone
+    (`Tool.take_back`: a timer started) runs at once instead, and is undone if the turn is
+    taken back."""
 
     def settled(arguments: dict) -> ToolOutput | str:
         undo = tool.take_back(arguments) if tool.take_back is not None else None

@@ -14,8 +14,8 @@ listening goes on while Parley thinks and speaks.
 - `TurnQueue` (turn_queue.py): the typed turns waiting for the reply worker;
 - `ReplyWorker` (reply_worker.py): answers them one at a time, aloud; timers ring
   through it (`Ringer`, alarm.py); the work between turns after each (`BetweenTurns`);
-- `SpokenConfirmation` (confirm.py): a tool that asks first asks aloud, inside the
-  reply, and the user's next turn is the answer;
+- `SpokenApproval` (approval.py): the worker's step in which a tool that asks first asks
+  aloud, inside the reply, and the user's next turn is the answer;
 - `TurnLog` (turn_log.py): every turn's events and timings, in `records`.
 """
 
@@ -31,7 +31,7 @@ from assistant.between_turns import BetweenTurns
 from assistant.conversation import Conversation
 from assistant.events import Event, Status, Wake
 from assistant.timers import Timer, Timers
-from assistant.voice.confirm import SpokenConfirmation
+from assistant.voice.approval import AnsweredBy
 from assistant.voice.end_of_turn import EndOfTurn
 from assistant.voice.listening import Listener, TappedOutput
 from assistant.voice.reply_worker import ReplyWorker
@@ -69,8 +69,11 @@ class VoiceLoop:
         keep_records: bool = True,  # replay reports them; live voice lets them go
         wake_word: WakeWordDetector | None = None,
         timers: Timers | None = None,
+        answered_by: AnsweredBy | None = None,
     ) -> None:
-        """`timers`: the session's, whose timers going off this loop announces."""
+        """`timers`: the session's, whose timers going off this loop announces;
+        `answered_by`: where the answers to its questions come from instead of the user
+        (a replay's session file)."""
         self.conversation = conversation
         """Whether its summary is written between turns is its own setting
         (`ReplySettings.idle_summaries`), chosen where it was built."""
@@ -91,15 +94,12 @@ class VoiceLoop:
         self.turns = TurnQueue(self.between_turns.stop)  # a turn goes before that work
         self.replies = ReplyWorker(conversation, tts, played, self.settings, self.log,
                                    self.turns, self.between_turns, self.listener, segmenter,
-                                   keep_audio)
+                                   keep_audio, answered_by)
         self.end_of_turn = EndOfTurn(self.settings, stt, self.log, self.turns, played,
                                      self.replies.lock, self.listener.without_wake_word,
                                      self.replies.can_continue, self.replies.continue_turn)
         self._audio_lock = threading.Lock()
         """The segmenter is fed by the microphone's thread and flushed by Enter's."""
-        self.spoken_confirmation = SpokenConfirmation(self.replies, segmenter)
-        """Asks aloud and listens for the yes: what live voice gives its MCP tools as their
-        `confirm` (replay gives them its own, which answers from the session file)."""
         self._worker = Worker(self.replies.run, "reply")
         if timers is not None:
             timers.when_finished(self.ring)
@@ -293,7 +293,7 @@ class VoiceLoop:
         """The reply being spoken, if any (what the microphone may be hearing); none while
         it waits for the answer to its question, which the microphone must hear."""
         now = self.replies.now
-        return now.speech if now is not None and not self.replies.awaiting_answer else None
+        return now.speech if now is not None and not self.replies.approval.waiting else None
 
     def _may_continue(self) -> bool:
         """The last turn's reply is in its first moments (the user may go on with their
@@ -323,7 +323,7 @@ class VoiceLoop:
     def _woke(self, at_s: float) -> None:
         """The wake word was heard: stop what Parley is saying, chime, listen afresh."""
         assert self.wake_word is not None
-        if self.replying and not self.replies.awaiting_answer:
+        if self.replying and not self.replies.approval.waiting:
             self.interrupt()  # a reply being spoken, or a timer ringing (not a question)
         self.listener.woke()
         with self._audio_lock:

@@ -77,16 +77,18 @@ class SessionAnswers:
     the next turn starts (`during_reply_ms`) that asks then is answered from its own
     turn's answers, never from the next one's."""
 
-    def __init__(self, records: list[TurnRecord]) -> None:
-        self._records = records
+    def __init__(self) -> None:
+        self._records: list[TurnRecord] = []
         """The loop's records, in order: a turn owns those that began while it was current."""
         self._turns: list[tuple[int, deque[bool]]] = []
         """Per turn: the number of records before it, and its answers not yet given."""
         self._lock = threading.Lock()
 
-    def turn_started(self, turn: ReplayTurn) -> None:
+    def turn_started(self, turn: ReplayTurn, records: list[TurnRecord]) -> None:
+        """`turn` is fed now; `records` are the loop's, the replies that ask among them."""
         with self._lock:
-            self._turns.append((len(self._records), deque(turn.confirm)))
+            self._records = records
+            self._turns.append((len(records), deque(turn.confirm)))
 
     def __call__(self, confirmation: Confirmation, asking: TurnRecord) -> str | None:
         """The answer as the user would say it ("yes", "no"), None if the file has none."""
@@ -275,7 +277,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
             source.until_idle(timeout_s)
         starts.append(len(loop.records))
         if answers is not None:
-            answers.turn_started(turn)
+            answers.turn_started(turn, loop.records)
         if turn.text is not None:
             loop.submit_text(turn.text)
         else:

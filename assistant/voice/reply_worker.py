@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import CancelledError
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,10 +32,11 @@ from assistant.events import (
 )
 from assistant.tools import Tool, ToolRun
 from assistant.voice.alarm import Answer, Ringer
+from assistant.voice.approval import AnsweredBy, SpokenApproval
 from assistant.voice.going_on import going_on, in_first_moments, once_settled, unheard
 from assistant.voice.listening import Listener
 from assistant.voice.speculation import Speculation
-from assistant.voice.speech_out import SpeakerStalled, SpokenReply, SpokenSentence
+from assistant.voice.speech_out import NowSpeaking, SpeakerStalled, SpokenReply, SpokenSentence
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import (
     HeardTurn,
@@ -63,22 +63,13 @@ from models.speech import TextToSpeech, Transcript
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class NowSpeaking:
-    """The reply being answered and spoken: what `interrupt()` stops."""
-
-    record: TurnRecord
-    cancel: CancelToken
-    speech: SpokenReply
-
-
 class ReplyWorker:
     """Answers queued turns one at a time, aloud, on the loop's one reply thread."""
 
     def __init__(self, conversation: Conversation, tts: TextToSpeech, output: AudioOutput,
                  settings: VoiceSettings, turn_log: TurnLog, turns: TurnQueue,
                  between_turns: BetweenTurns, listener: Listener, segmenter: Segmenter,
-                 keep_audio: bool = False) -> None:
+                 keep_audio: bool = False, answered_by: AnsweredBy | None = None) -> None:
         self.conversation = conversation
         self.tts = tts
         self.output = output
@@ -98,9 +89,9 @@ class ReplyWorker:
         self.interrupted_at = float("-inf")
         """Turns that began before this are not answered (the user stopped Parley since)."""
         self.closing = False
-        self.awaiting_answer = False
-        """The reply is paused on a question to the user (`SpokenConfirmation`): it is not
-        being spoken meanwhile, and the microphone hears the answer."""
+        self.approval = SpokenApproval(lambda: self.now, turns, turn_log, listener, segmenter,
+                                       self.show_heard, lambda: self.closing, answered_by)
+        """What a tool that asks first asks through: aloud, the answer heard."""
         self.input_ended = False
         """Nothing more will be said (replay's last turn): no next prompt to prepare."""
 
@@ -157,7 +148,7 @@ class ReplyWorker:
         with self.lock:
             now = self.now
             speech = now.speech if now is not None and now.record is record else None
-            return not self.awaiting_answer and in_first_moments(record, speech,
+            return not self.approval.waiting and in_first_moments(record, speech,
                                                                  self.log.clock())
 
     def continue_turn(self, record: TurnRecord) -> bool:
@@ -177,11 +168,12 @@ class ReplyWorker:
         return (self.settings.turns_go_on and self.output.realtime
                 and not self.listener.hears_over_parley and unheard(record, self.log.clock()))
 
-    def until_settled(self, record: TurnRecord, tool: Tool) -> ToolRun:
-        """`tool`'s run, once `record`'s turn can no longer be continued (`going_on`)."""
+    def until_settled(self, record: TurnRecord, tool: Tool, run: ToolRun) -> ToolRun:
+        """`tool`'s `run`, once `record`'s turn can no longer be continued (`going_on`)."""
         if not self.settings.turns_go_on:
-            return tool.run
-        return once_settled(record, tool, self.lock, self.log.clock, lambda: self.closing)
+            return run
+        return once_settled(record, tool, run, self.lock, self.log.clock,
+                            lambda: self.closing)
 
     # -- one turn ----------------------------------------------------------------------------
 
@@ -212,7 +204,7 @@ class ReplyWorker:
         forked_from = conversation.history.messages
         # Its tools that change something wait until the turn cannot be continued.
         scratch = conversation.fork(conversation.tools.guarded(
-            lambda tool: self.until_settled(record, tool)))
+            lambda tool, run: self.until_settled(record, tool, run)))
         conversation.confirm_fork(scratch)
         self._answer(record, transcript.text, scratch)
         if not conversation.adopt(scratch, forked_from):
@@ -244,7 +236,7 @@ class ReplyWorker:
         conversation = self.conversation
         forked_from = conversation.history.messages
         scratch = conversation.fork(conversation.tools.guarded(
-            lambda tool: speculation.guard(self.until_settled(record, tool))))
+            lambda tool, run: speculation.guard(self.until_settled(record, tool, run))))
         # Confirmed, it is the conversation's reply: what it says is kept from then on,
         # not only once it is done and adopted (a saved conversation writes it at once).
         speculation.when_committed(lambda: conversation.confirm_fork(scratch))
@@ -276,7 +268,8 @@ class ReplyWorker:
         record.heard = text
         first_seq = conversation.history.next_seq
         self.speak(record, lambda on_event, cancel: conversation.reply(
-            text, on_event, cancel, self.settings.first_clause_words),
+            text, on_event, cancel, self.settings.first_clause_words,
+            approve=self.approval.ask),
                    speculation=speculation, conversation=conversation)
         if record.continued:  # taken back: the whole turn is answered in the next one
             conversation.history.remove_from(first_seq)

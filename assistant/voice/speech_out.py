@@ -13,6 +13,7 @@ import numpy as np
 
 from assistant.errors import AssistantError
 from assistant.events import Stage
+from assistant.voice.turns import TurnRecord
 from assistant.workers import Worker
 from audio.errors import AudioError
 from models.base import CancelToken
@@ -208,3 +209,13 @@ class SpokenReply:
                     log.exception("speaking a sentence failed")
                 self.on_error(f"Speech output failed ({exc}); the reply is shown as text.")
                 return
+
+
+@dataclass(frozen=True)
+class NowSpeaking:
+    """The reply being answered and spoken: what an interruption stops, and what a question
+    to the user is said through."""
+
+    record: TurnRecord
+    cancel: CancelToken
+    speech: SpokenReply

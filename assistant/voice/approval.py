@@ -1,12 +1,13 @@
-"""Asking aloud before a tool changes something, and listening for the yes.
+"""Asking aloud before a tool changes something, and listening for the yes: a step of the
+reply worker's.
 
-A tool that asks first (`assistant.confirmation`) calls `SpokenConfirmation` from inside
-its `run`, on the reply worker's thread, in the middle of the reply being spoken. The
-question is said through that reply's speech and shown; once it has played (and, half
-duplex, its echo tail has passed) the microphone is heard again while the reply waits.
-Blocked inside the reply, the worker cannot take the user's next turn the usual way, so
-the answer is taken off the turn queue here: the next utterance (or a line typed) after
-the question is the answer.
+A reply whose tool asks first (`assistant.confirmation`) is given the worker's
+`SpokenApproval.ask` as its `approve`, and calls it on the worker's thread, in the middle of
+the reply being spoken. The question is said through that reply's speech and shown; once it
+has played (and, half duplex, its echo tail has passed) the microphone is heard again while
+the reply waits. The worker is the turn queue's one consumer: while its reply waits, the
+next utterance (or a line typed) after the question is taken off the queue here, as the
+answer; the turns that are not answers go back, in their order, for after the reply.
 
 Only a clear yes (`heard_answer`) runs the tool. A no, words that are neither (they are
 shown as heard and the model reads them in the refusal, so nothing said is lost), nothing
@@ -24,18 +25,22 @@ from dataclasses import dataclass
 
 from assistant.confirmation import Answer, Confirmation, answer_for, outcome_of
 from assistant.events import ConfirmationAnswered, ConfirmationAsked, Error, Stage
-from assistant.voice.reply_worker import NowSpeaking, ReplyWorker
+from assistant.voice.listening import Listener
 from assistant.voice.speculation import Speculation
+from assistant.voice.speech_out import NowSpeaking
+from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import (
     HeardTurn,
     QueuedTurn,
     SpeculativeTurn,
     Stop,
+    TurnQueue,
     TypedTurn,
 )
 from assistant.voice.turns import TurnRecord
 from audio.segmenter import Segmenter
 from models.errors import EngineError
+from models.speech import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,13 @@ POLL_S = 0.05
 """How often a wait looks whether the reply was stopped."""
 
 
+AnsweredBy = Callable[[Confirmation, TurnRecord], "str | None"]
+"""Where the answer comes from instead of the microphone and the keyboard, once the question
+has been said (a replay's session file), given the asking reply's record; None from it is
+no answer."""
+ShowHeard = Callable[[TurnRecord, Transcript, float, bool], None]
+
+
 @dataclass(frozen=True)
 class AnswerHeard:
     """What the user said or typed after the question (None: nothing, `outcome` says why)."""
@@ -54,26 +66,34 @@ class AnswerHeard:
     outcome: str = ""
 
 
-class SpokenConfirmation:
-    """The voice loop's `Confirm`: the question said and shown, the answer listened for."""
+class SpokenApproval:
+    """The reply worker's `approve`: the question said and shown, the answer listened for."""
 
-    def __init__(self, worker: ReplyWorker, segmenter: Segmenter,
-                 wait_s: float = CONFIRM_WAIT_S) -> None:
-        self.worker = worker
+    def __init__(self, current: Callable[[], NowSpeaking | None], turns: TurnQueue,
+                 log: TurnLog, listener: Listener, segmenter: Segmenter,
+                 show_heard: ShowHeard, closing: Callable[[], bool],
+                 answered_by: AnsweredBy | None = None, wait_s: float = CONFIRM_WAIT_S) -> None:
+        self.current = current
+        """The reply being spoken, which asks."""
+        self.turns = turns
+        self.log = log
+        self.listener = listener
         self.segmenter = segmenter
+        self.show_heard = show_heard
+        self.closing = closing
+        self.answered_by = answered_by
         self.wait_s = wait_s
-        self.answered_by: Callable[[Confirmation, TurnRecord], str | None] | None = None
-        """Where the answer comes from instead of the microphone and the keyboard, once
-        the question has been said (a replay's session file), given the asking reply's
-        record; None from it is no answer."""
+        self.waiting = False
+        """The reply is paused on its question: it is not being spoken meanwhile, and the
+        microphone hears the answer."""
 
-    def __call__(self, confirmation: Confirmation) -> Answer:
-        now = self.worker.now
+    def ask(self, confirmation: Confirmation) -> Answer:
+        now = self.current()
         if now is None:  # not inside a spoken reply: there is no one to hear the question
             log.warning("a confirmation was asked for outside a reply; %s was not run",
                         confirmation.tool)
             return Answer(False, "the user could not be asked")
-        turn_log = self.worker.log
+        turn_log = self.log
         turn_log.emit(now.record, ConfirmationAsked(confirmation.tool, confirmation.question))
         asked_at = turn_log.clock()  # a line typed from now answers the question on screen
         now.speech.say(confirmation.question)
@@ -95,25 +115,25 @@ class SpokenConfirmation:
         """The first answer after the question, with the microphone heard meanwhile. Turns
         that are not answers (a timer that rang, speech from before the question) wait in
         the queue for after the reply, in their order."""
-        worker, clock = self.worker, self.worker.log.clock
+        clock = self.log.clock
         if self._stopped(now):
             return AnswerHeard(None, "stopped")
         listening_from = clock()
         deadline = listening_from + self.wait_s
-        worker.listener.answer_expected(self.wait_s)
-        worker.awaiting_answer = True
+        self.listener.answer_expected(self.wait_s)
+        self.waiting = True
         kept: list[QueuedTurn | Stop] = []
         try:
             while True:
                 if self._stopped(now):
                     return AnswerHeard(None, "stopped")
                 try:
-                    item = worker.turns.get(timeout=POLL_S)
+                    item = self.turns.get(timeout=POLL_S)
                 except queue.Empty:
                     if clock() < deadline or self.segmenter.in_speech:
                         continue
                     try:  # a turn that came as the wait ended still counts
-                        item = worker.turns.get_nowait()
+                        item = self.turns.get_nowait()
                     except queue.Empty:
                         return AnswerHeard(None, "no-answer")
                 if isinstance(item, Stop) or not self._answers(item, asked_at, listening_from):
@@ -123,8 +143,8 @@ class SpokenConfirmation:
                 if text:
                     return AnswerHeard(text)
         finally:
-            worker.awaiting_answer = False
-            worker.turns.put_back(kept)
+            self.waiting = False
+            self.turns.put_back(kept)
 
     @staticmethod
     def _answers(item: QueuedTurn, asked_at: float, listening_from: float) -> bool:
@@ -136,7 +156,7 @@ class SpokenConfirmation:
         return False  # a timer's announcement comes after the reply
 
     def _stopped(self, now: NowSpeaking) -> bool:
-        return now.cancel.cancelled or now.speech.stopped or self.worker.closing
+        return now.cancel.cancelled or now.speech.stopped or self.closing()
 
     def _text(self, item: QueuedTurn, now: NowSpeaking) -> str:
         """What the turn said ("" for none: noise, a dropped speculation); it is finished
@@ -153,7 +173,7 @@ class SpokenConfirmation:
             return self._transcript(item, now)
         finally:
             item.record.finished.set()
-            self.worker.turns.task_done()
+            self.turns.task_done()
 
     def _committed(self, speculation: Speculation, now: NowSpeaking) -> bool:
         """Wait while the user may go on talking (however long the wait for the answer)."""
@@ -173,10 +193,10 @@ class SpokenConfirmation:
                 if self._stopped(now):
                     return ""
             except (EngineError, CancelledError) as exc:
-                self.worker.log.emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); "
+                self.log.emit(record, Error(Stage.STT, f"Speech-to-text failed ({exc}); "
                                                               "say it again or type it."))
                 return ""
-        self.worker.show_heard(record, transcript, heard_at, turn.cut)
+        self.show_heard(record, transcript, heard_at, turn.cut)
         record.heard = transcript.text
         return transcript.text
 
