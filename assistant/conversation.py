@@ -287,7 +287,10 @@ class Conversation(SummarizesConversation):
         user = self.history.add("user", text)
         said = local.said
         try:
-            if local.tool is not None:
+            if local.tool == history_tool.NAME and local.tool not in tools.names():
+                # Nothing earlier to look back on (so no such tool): no search, nothing found.
+                said = local.speak(ToolOutput("", ()))
+            elif local.tool is not None:
                 output = self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
                 said = local.speak(output)
         except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation
