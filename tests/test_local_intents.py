@@ -174,6 +174,22 @@ def test_timers_start_report_change_and_cancel(talk):
     assert calls[1].arguments == {"action": "start", "seconds": 600, "name": "pizza"}
 
 
+def test_removing_at_least_the_time_left_says_the_timer_is_done_and_it_does_not_ring(talk):
+    say, _, model, timers, clock = talk
+    rang: list = []
+    timers.on_finished = rang.append
+    say("set a 5 minute timer")
+    say("set a 10 minute pasta timer")
+    assert say("remove 1 hour from the 5 minute timer")[0] == (
+        "That's more than the 5 minutes left: your 5 minute timer is done.")
+    clock.now += 60
+    assert say("take 9 minutes off the pasta timer")[0] == (
+        "That's all the time it had left: your 10 minute pasta timer is done.")
+    clock.now += 1
+    assert timers.run_due() == [] and rang == [] and timers.running() == []
+    assert model.prompts == []
+
+
 def test_a_timer_without_a_length_asks_for_one(talk):
     say, _, _, timers, _ = talk
     assert say("set a tea timer")[0] == "For how long? Say, for example, ten minutes."
