@@ -267,7 +267,7 @@ class Conversation(SummarizesConversation):
         started = self.clock()
         last = next((m.content for m in reversed(self.history.messages)
                      if m.role == "assistant"), None)
-        answer = self.local.answer(text, last)
+        answer = self.local.answer(text, last, self.tools.names())
         log.debug("local intents: %s in %.1f ms", answer.intent if answer else "no match",
                   (self.clock() - started) * 1000)
         return answer

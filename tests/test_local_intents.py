@@ -13,6 +13,7 @@ from assistant.conversation import Conversation
 from assistant.events import ReplyDone, Sentence, ToolCall
 from assistant.local.answers import LocalIntents
 from assistant.local.matcher import IntentMatcher, normalized
+from assistant.local.places import place_said, zone_of
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
@@ -245,6 +246,25 @@ def test_a_malformed_timer_call_is_an_error_result_not_a_crash(matcher):
     assert done is not None and done.text == "Sorry."
     result = conversation.history.messages[1]
     assert result.tool == "timer" and result.content.startswith("Error:")
+
+
+@pytest.mark.parametrize(("said", "zone", "name"), [
+    ("Tokyo", "Asia/Tokyo", "Tokyo"), ("new york city", "America/New_York", "New York"),
+    ("São Paulo", "America/Sao_Paulo", "Sao Paulo"), ("Paris France", "Europe/Paris", "Paris"),
+    ("the Netherlands", "Europe/Amsterdam", "the Netherlands"),
+    ("Buenos Aires", "America/Argentina/Buenos_Aires", "Buenos Aires"),
+])
+def test_a_place_is_a_zones_city_or_a_country_with_one_zone(said, zone, name):
+    assert zone_of(said) == (zone, name)
+
+
+@pytest.mark.parametrize("said", ["Atlantis", "the kitchen", "Eastern", "GMT+5", "US"])
+def test_anything_else_has_no_zone(said):
+    assert zone_of(said) is None
+
+
+def test_the_words_around_a_place_are_not_part_of_it():
+    assert place_said(" New York right now, please? ") == "New York"
 
 
 def test_number_words_become_digits_for_the_templates():
