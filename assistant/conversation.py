@@ -267,7 +267,7 @@ class Conversation:
         started = self.clock()
         last = next((m.content for m in reversed(self.history.messages)
                      if m.role == "assistant"), None)
-        answer = self.local.answer(text, last)
+        answer = self.local.answer(text, last, self.tools.names())
         log.debug("local intents: %s in %.1f ms", answer.intent if answer else "no match",
                   (self.clock() - started) * 1000)
         return answer
@@ -287,7 +287,10 @@ class Conversation:
         user = self.history.add("user", text)
         said = local.said
         try:
-            if local.tool is not None:
+            if local.tool == history_tool.NAME and local.tool not in tools.names():
+                # Nothing earlier to look back on (so no such tool): no search, nothing found.
+                said = local.speak(ToolOutput("", ()))
+            elif local.tool is not None:
                 output = self._run_tool(tools, ToolCallChunk(local.tool, local.arguments), emit)
                 said = local.speak(output)
         except Exception as exc:  # a bug in Parley: say so, log it, keep the conversation

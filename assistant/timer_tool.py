@@ -35,9 +35,21 @@ SPEC = ToolSpec(
 
 
 def _left(timer: Timer, timers: Timers) -> str:
-    left = timer.left(timers.clock())
-    text = duration_words(max(1, round(left)) if left < 60 else round(left))
+    text = _left_words(timer.left(timers.clock()))
     return f"{text} left" + (", paused" if timer.paused_left is not None else "")
+
+
+def _left_words(left: float) -> str:
+    """Time left, said: never "0 seconds" while some is left."""
+    return duration_words(max(1, round(left)) if left < 60 else round(left))
+
+
+def _finished_by_removing(timer: Timer, seconds: int, left: float) -> str:
+    """Removing at least the time left finished the timer: said plainly, not "1 second
+    left" before it rings."""
+    how = (f"That's more than the {_left_words(left)} left" if seconds > round(left)
+           else "That's all the time it had left")
+    return f"{how}: your {timer.description} is done."
 
 
 def _listing(found: list[Timer]) -> str:
@@ -100,7 +112,9 @@ def timer_tool(timers: Timers) -> Tool:
             return f"Resumed your {timer.description}: {_left(timer, timers)}.", [timer]
         if not seconds:
             raise TimerError("Say how much time to add or remove, for example one minute.")
-        timers.change(timer, seconds if action == "add" else -seconds)
+        left = timers.change(timer, seconds if action == "add" else -seconds)
+        if timer.finished:
+            return _finished_by_removing(timer, seconds, left), [timer]
         verb = "Added" if action == "add" else "Removed"
         side = "to" if action == "add" else "from"
         return (f"{verb} {duration_words(seconds)} {side} your {timer.description}: "

@@ -138,17 +138,25 @@ class Timers:
                 timer.paused_left = None
             self._changed.notify_all()
 
-    def change(self, timer: Timer, seconds: float) -> None:
-        """Add (or, negative, remove) time; removing more than is left ends it now."""
+    def change(self, timer: Timer, seconds: float) -> float:
+        """Add (or, negative, remove) time; returns the seconds that were left before.
+
+        Removing at least what is left finishes the timer now (`timer.finished`), without
+        ringing: the answer to the request says it is done, and a ring right after would
+        only say it again."""
         with self._changed:
             left = timer.left(self.clock())
             if left + seconds > MAX_SECONDS:
                 raise TimerError("Timers can be at most 24 hours long.")
-            if timer.paused_left is not None:
-                timer.paused_left = max(0.0, left + seconds)
+            if left + seconds <= 0:
+                timer.finished = True
+                self._timers.pop(timer.number, None)
+            elif timer.paused_left is not None:
+                timer.paused_left = left + seconds
             else:
-                timer.ends_at = self.clock() + max(0.0, left + seconds)
+                timer.ends_at = self.clock() + left + seconds
             self._changed.notify_all()
+            return left
 
     # -- going off --------------------------------------------------------------------
 

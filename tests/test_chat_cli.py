@@ -10,7 +10,9 @@ from rich.console import Console
 
 from assistant.cli.chat import ChatSession
 from assistant.conversation import Conversation
-from assistant.tools import builtin_tools
+from assistant.local.answers import LocalIntents
+from assistant.tools import Tool, ToolOutput, builtin_tools
+from models.base import ToolSpec
 from tests.support.command_line import chat_through_main
 from tests.support.fakes import ScriptedChatModel
 
@@ -121,3 +123,48 @@ def test_the_time_and_date_are_said_from_the_clock_without_the_model(monkeypatch
     assert out.splitlines() == ["· Checking the clock…", "It's 1:25 PM.",
                                 "· Checking the clock…", "Today is Friday, December 4, 2026."]
     assert model.prompts == []
+
+
+# -- the time in a place: the clock's reading, said in the place's zone -------------------
+
+@pytest.mark.parametrize("instant, said", [
+    (FRIDAY, ["It's 1:25 PM in New York.", "It's 3:25 AM on Saturday in Tokyo.",
+              "It's 6:25 PM in London.", "It's 10:25 AM in Los Angeles."]),
+    # Summer time in New York, London and Los Angeles; none in Tokyo.
+    (MIDSUMMER, ["It's 8:00 AM in New York.", "It's 9:00 PM in Tokyo.",
+                 "It's 1:00 PM in London.", "It's 5:00 AM in Los Angeles."]),
+])
+def test_the_time_in_a_place_is_said_in_its_zone_without_the_model(monkeypatch, capsys,
+                                                                   clock_at, instant, said):
+    clock_at(instant, NEW_YORK)
+    model = ScriptedChatModel()
+    out = chat_through_main(monkeypatch, capsys, model,
+                            "What time is it in New York?\nwhat's the time in tokyo right now\n"
+                            "time in London, England\nwhat time is it in los angeles\n")
+    assert out.splitlines() == [line for answer in said
+                                for line in ("· Checking the clock…", answer)]
+    assert model.prompts == []
+
+
+def test_a_place_without_a_known_time_zone_is_said_plainly(monkeypatch, capsys, clock_at):
+    clock_at(FRIDAY, NEW_YORK)
+    model = ScriptedChatModel()
+    model.enqueue("The model answered.")
+    out = chat_through_main(monkeypatch, capsys, model,
+                            "What time is it in Atlantis?\nwhat time is it in 5 minutes\n")
+    # A time later is no place: the model answers it, as before.
+    assert out.splitlines() == ["I don't know the time zone of Atlantis.", "The model answered."]
+    assert len(model.prompts) == 1
+
+
+def test_with_a_time_server_the_model_answers_for_a_place_as_before():
+    tools = builtin_tools()
+    tools.register(Tool(ToolSpec("time__get_current_time", "The time in a zone.",
+                                 {"type": "object"}),
+                        lambda args: ToolOutput("03:25"), lambda _: "Asking time"))
+    model = ScriptedChatModel()
+    model.enqueue("In Tokyo it is 03:25.")
+    conversation = Conversation(model, tools, local=LocalIntents())
+    done = conversation.reply("What time is it in Tokyo?", lambda event: None)
+    assert done is not None and done.text == "In Tokyo it is 03:25."
+    assert len(model.prompts) == 1

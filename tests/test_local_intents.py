@@ -13,6 +13,7 @@ from assistant.conversation import Conversation
 from assistant.events import ReplyDone, Sentence, ToolCall
 from assistant.local.answers import LocalIntents
 from assistant.local.matcher import IntentMatcher, normalized
+from assistant.local.places import place_said, zone_of
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
 from assistant.tools import builtin_tools
@@ -174,6 +175,22 @@ def test_timers_start_report_change_and_cancel(talk):
     assert calls[1].arguments == {"action": "start", "seconds": 600, "name": "pizza"}
 
 
+def test_removing_at_least_the_time_left_says_the_timer_is_done_and_it_does_not_ring(talk):
+    say, _, model, timers, clock = talk
+    rang: list = []
+    timers.on_finished = rang.append
+    say("set a 5 minute timer")
+    say("set a 10 minute pasta timer")
+    assert say("remove 1 hour from the 5 minute timer")[0] == (
+        "That's more than the 5 minutes left: your 5 minute timer is done.")
+    clock.now += 60
+    assert say("take 9 minutes off the pasta timer")[0] == (
+        "That's all the time it had left: your 10 minute pasta timer is done.")
+    clock.now += 1
+    assert timers.run_due() == [] and rang == [] and timers.running() == []
+    assert model.prompts == []
+
+
 def test_a_timer_without_a_length_asks_for_one(talk):
     say, _, _, timers, _ = talk
     assert say("set a tea timer")[0] == "For how long? Say, for example, ten minutes."
@@ -229,6 +246,25 @@ def test_a_malformed_timer_call_is_an_error_result_not_a_crash(matcher):
     assert done is not None and done.text == "Sorry."
     result = conversation.history.messages[1]
     assert result.tool == "timer" and result.content.startswith("Error:")
+
+
+@pytest.mark.parametrize(("said", "zone", "name"), [
+    ("Tokyo", "Asia/Tokyo", "Tokyo"), ("new york city", "America/New_York", "New York"),
+    ("São Paulo", "America/Sao_Paulo", "Sao Paulo"), ("Paris France", "Europe/Paris", "Paris"),
+    ("the Netherlands", "Europe/Amsterdam", "the Netherlands"),
+    ("Buenos Aires", "America/Argentina/Buenos_Aires", "Buenos Aires"),
+])
+def test_a_place_is_a_zones_city_or_a_country_with_one_zone(said, zone, name):
+    assert zone_of(said) == (zone, name)
+
+
+@pytest.mark.parametrize("said", ["Atlantis", "the kitchen", "Eastern", "GMT+5", "US"])
+def test_anything_else_has_no_zone(said):
+    assert zone_of(said) is None
+
+
+def test_the_words_around_a_place_are_not_part_of_it():
+    assert place_said(" New York right now, please? ") == "New York"
 
 
 def test_number_words_become_digits_for_the_templates():

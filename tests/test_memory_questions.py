@@ -4,15 +4,18 @@ what Parley quotes, and what it says when nothing matches."""
 
 from __future__ import annotations
 
+import io
 import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
+from rich.console import Console
 
+from assistant.cli.chat import ChatSession
 from assistant.conversation import Conversation
-from assistant.events import ReplyDone, ToolCall
+from assistant.events import Error, ReplyDone, ToolCall, ToolResult
 from assistant.local.answers import MEMORY_INTENT, LocalIntents
 from assistant.local.matcher import IntentMatcher
 from assistant.local.memory_answers import statements
@@ -282,12 +285,25 @@ def test_a_when_or_how_many_question_needs_a_statement_that_says_one(talk):
 
 
 def test_the_first_message_can_be_a_memory_question(talk):
-    # No earlier message, so no conversation_history tool yet: the search finds nothing.
+    # No earlier message, so no conversation_history tool yet: nothing is searched.
     say, conversation, model = talk
     reply, events = say("Where did I park the car?")
     assert reply == "I can't find anything in this conversation about where you parked the car."
     assert model.prompts == []
-    assert [m.role for m in conversation.history.messages] == ["user", "tool", "assistant"]
+    assert not [e for e in events if isinstance(e, (ToolCall, ToolResult, Error))]
+    assert [m.role for m in conversation.history.messages] == ["user", "assistant"]
+
+
+def test_a_first_memory_question_in_chat_shows_the_answer_and_no_tool_line(matcher):
+    model = ScriptedChatModel()
+    model.enqueue(WRONG)
+    conversation = Conversation(model, builtin_tools(), local=LocalIntents(matcher))
+    out = io.StringIO()
+    chat = ChatSession(conversation, interactive=False,
+                       console=Console(file=out, highlight=False, markup=False, width=200))
+    assert chat.run(io.StringIO("What is my name? I told you it's Sam.\n")) == 0
+    assert out.getvalue() == "I can't find anything in this conversation about your name.\n"
+    assert model.prompts == []
 
 
 def test_a_world_question_after_a_similar_one_goes_to_the_model(talk):

@@ -54,13 +54,31 @@ def test_several_timers_end_in_the_order_they_are_due():
     assert timers.run_due() == [short, long]
 
 
-def test_removing_more_time_than_is_left_ends_it_now_and_adding_is_capped():
+def test_removing_at_least_the_time_left_finishes_it_now_without_a_ring():
+    clock = ManualClock()
+    ended: list[Timer] = []
+    timers = Timers(clock=clock, on_finished=ended.append, background=False)
+    timer = timers.start(120)
+    paused = timers.start(60, "eggs")
+    timers.pause(paused)
+    clock.now += 20
+    with pytest.raises(TimerError, match="24 hours"):
+        timers.change(timer, MAX_SECONDS)
+    assert timers.change(timer, -600) == pytest.approx(100)  # what was left
+    assert timers.change(paused, -60) == pytest.approx(60)  # all of it, paused or not
+    assert timer.finished and paused.finished and timers.running() == []
+    # The answer to the request says it is done: no ring says it again.
+    clock.now += 3600
+    assert timers.run_due() == [] and ended == []
+
+
+def test_removing_less_than_the_time_left_keeps_it_running():
     clock = ManualClock()
     timers = Timers(clock=clock, background=False)
     timer = timers.start(120)
-    with pytest.raises(TimerError, match="24 hours"):
-        timers.change(timer, MAX_SECONDS)
-    timers.change(timer, -600)
+    timers.change(timer, -119.5)
+    assert not timer.finished and timers.running() == [timer]
+    clock.now += 0.5
     assert timers.run_due() == [timer]
 
 

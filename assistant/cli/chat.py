@@ -141,7 +141,7 @@ class ChatSession:
                                style="dim")
         while True:
             try:
-                line = read_line(self.console, "[bold]you> [/bold]") if self.interactive \
+                line = read_line(self.console, "you> ", "bold") if self.interactive \
                     else stdin.readline()
             except (EOFError, KeyboardInterrupt):
                 break

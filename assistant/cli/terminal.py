@@ -12,10 +12,12 @@ WAKE_S = 0.2
 """How often the wait for a line lets Python look for a Ctrl-C (at most this late)."""
 
 
-def read_line(console: Console, prompt: str = "",
+def read_line(console: Console, prompt: str = "", prompt_style: str = "",
               stop: Callable[[], bool] | None = None) -> str:
-    """A line typed at the terminal, as `console.input(prompt)`; EOFError on Ctrl-D and
-    KeyboardInterrupt on Ctrl-C, whichever thread the kernel gave the Ctrl-C to.
+    """A line typed at the terminal, after `prompt` (plain text, shown in `prompt_style`:
+    Parley's consoles print no markup, so a "[bold]" in it would be shown as typed);
+    EOFError on Ctrl-D and KeyboardInterrupt on Ctrl-C, whichever thread the kernel gave
+    the Ctrl-C to.
 
     The kernel hands a process's SIGINT to any thread that does not block it. When that is
     one of llama.cpp's, onnxruntime's or PortAudio's, Python notes it, but a main thread
@@ -27,7 +29,7 @@ def read_line(console: Console, prompt: str = "",
     the user stopped with Ctrl-C).
     """
     if prompt:
-        console.print(prompt, end="")
+        console.print(prompt, style=prompt_style, end="")
     stdin = sys.stdin
     try:
         descriptor = stdin.fileno()

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from assistant.local.matcher import IntentMatch, IntentMatcher
 from assistant.local.memory_answers import search_arguments, spoken_memory
 from assistant.local.memory_questions import memory_question
+from assistant.local.places import place_said, tells_world_time, zone_of
 from assistant.tools import ToolOutput
 from memory.search import Passage
 
@@ -35,9 +37,23 @@ class LocalAnswer:
 
 
 def _spoken_time(output: ToolOutput) -> str:
-    now: datetime = output.value
-    hour = now.hour % 12 or 12
-    return f"It's {hour}:{now.minute:02d} {'AM' if now.hour < 12 else 'PM'}."
+    return f"It's {_clock_words(output.value)}."
+
+
+def _clock_words(now: datetime) -> str:
+    """"1:25 PM"."""
+    return f"{now.hour % 12 or 12}:{now.minute:02d} {'AM' if now.hour < 12 else 'PM'}"
+
+
+def _spoken_time_in(zone: str, place: str) -> Callable[[ToolOutput], str]:
+    """The clock's reading (the machine's time, as for "what time is it") said in the
+    place's zone, with the day when it is another day there."""
+    def speak(output: ToolOutput) -> str:
+        here: datetime = output.value
+        there = here.astimezone(ZoneInfo(zone))
+        day = "" if there.date() == here.date() else f" on {there:%A}"
+        return f"It's {_clock_words(there)}{day} in {place}."
+    return speak
 
 
 def _spoken_date(output: ToolOutput) -> str:
@@ -145,6 +161,17 @@ _TIMER_ACTIONS = {"HassCancelTimer": "cancel", "HassCancelAllTimers": "cancel_al
                   "HassDecreaseTimer": "remove"}
 
 
+def _time_in(match: IntentMatch) -> LocalAnswer | None:
+    """The time in a place; a place not known is said so, never guessed."""
+    place = place_said(str(match.slots["place"]))
+    if not place or any(c.isdigit() for c in place):
+        return None  # "what time is it in 5 minutes": no place
+    found = zone_of(place)
+    if found is None:
+        return LocalAnswer(match.intent, said=f"I don't know the time zone of {place}.")
+    return LocalAnswer(match.intent, "clock", {}, _spoken_time_in(*found))
+
+
 def _spoken_result(output: ToolOutput) -> str:
     return output.error.message if output.error is not None else output.text
 
@@ -219,7 +246,9 @@ class LocalIntents:
         self._pending_timer: str | None = None
         """A timer was asked for without a length: its name, while "for how long?" waits."""
 
-    def answer(self, text: str, last_reply: str | None = None) -> LocalAnswer | None:
+    def answer(self, text: str, last_reply: str | None = None,
+               tools: Collection[str] = ()) -> LocalAnswer | None:
+        """`tools`: the names of the tools the model could call instead."""
         pending, self._pending_timer = self._pending_timer, None
         if pending is not None:
             for match in self.matcher.match(f"set a timer for {text}"):
@@ -227,7 +256,10 @@ class LocalIntents:
                     return self._start_timer(dict(match.slots, name=match.slots.get("name")
                                                   or pending))
         for match in self.matcher.match(text):
-            answer = self._answer(match, last_reply)
+            if match.intent == "ParleyTimeIn":
+                answer = None if tells_world_time(tools) else _time_in(match)
+            else:
+                answer = self._answer(match, last_reply)
             if answer is not None:
                 return answer
         question = memory_question(text) if self.memory_questions else None

@@ -15,8 +15,8 @@ from assistant.local.sentences import HANDLED_HA_INTENTS, PARLEY_INTENTS, PARLEY
 
 log = logging.getLogger(__name__)
 
-LATE_INTENTS = ("ParleyTimerWithoutDuration", "ParleyRecallWhen", "ParleyRecall", "ParleyPercent",
-                "ParleySquareRoot", "ParleyCalculate")
+LATE_INTENTS = ("ParleyTimeIn", "ParleyTimerWithoutDuration", "ParleyRecallWhen",
+                "ParleyRecall", "ParleyPercent", "ParleySquareRoot", "ParleyCalculate")
 """Tried after every other match, in this order: their open slots would swallow any
 sentence ("set a 10 minute pizza timer" is a timer *with* a duration)."""
 

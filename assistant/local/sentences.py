@@ -1,9 +1,10 @@
 """Parley's own sentence templates, in hassil's format, beside Home Assistant's.
 
 They cover what Home Assistant's English sentences miss ("set a 10 minute pizza timer",
-"what day is it") and what only a conversation has (arithmetic, "say that again", "what
-did I say about …", "when did I mention …"). `<what_is>`, `<the>`, `<timer_set>`,
-`<timer_cancel>` are Home Assistant's expansion rules; `{timer_*}` its slot lists.
+"what day is it", "what time is it in Tokyo") and what only a conversation has
+(arithmetic, "say that again", "what did I say about …", "when did I mention …").
+`<what_is>`, `<the>`, `<timer_set>`, `<timer_cancel>` are Home Assistant's expansion
+rules; `{timer_*}` its slot lists.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ PARLEY_INTENTS: dict = {
         "[do you know|can you tell me] what time it is [[right] now]",
         "[tell me] the time [please]", "what's the time [[right] now]",
         "what time is it [[right] now] [please]", "what hour is it",
+    ]}]},
+    "ParleyTimeIn": {"data": [{"sentences": [
+        "what time is it [right now|now] in {place}",
+        "<what_is> the [current|local] time [right now|now] in {place}",
+        "[the] [current|local] time in {place}",
+        "[do you know|can you tell me] what time it is [right now|now] in {place}",
     ]}]},
     "HassGetCurrentDate": {"data": [{"sentences": [
         "what day is it [today]", "what day is today", "which day is it [today]",
@@ -95,6 +102,7 @@ PARLEY_INTENTS: dict = {
 
 PARLEY_LISTS: dict = {
     "topic": {"wildcard": True},
+    "place": {"wildcard": True},
     "expression": {"wildcard": True},
     "number_a": {"wildcard": True},
     "number_b": {"wildcard": True},
