@@ -204,3 +204,24 @@ def test_the_benchmarks_import_only_the_shared_support_from_the_tests():
         from_tests = [n for n in imported_modules(path) if n.split(".")[0] == "tests"]
         shared = [n for n in from_tests if f"{n}.".startswith("tests.support.")]
         assert sorted(set(from_tests) - set(shared)) == [], path
+
+
+def test_only_the_command_line_reads_the_command_line():
+    # Every other front end (and a benchmark, or a test) builds a session from the typed
+    # settings (assistant/session/settings.py): argparse belongs to assistant/cli/ alone.
+    for path in sorted((ROOT / "assistant").rglob("*.py")):
+        if path.relative_to(ROOT).parts[1] == "cli":
+            continue
+        imports = imported_modules(path)
+        assert not [n for n in imports if n.split(".")[0] == "argparse"], path
+
+
+def test_the_session_builder_alone_makes_a_voice_loop():
+    # One place wires a voice loop (its engines, timers, input and output) for every front
+    # end, so a new front end is one module that calls the builder.
+    makers = set()
+    for path in sorted((ROOT / "assistant").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "VoiceLoop":
+                makers.add(module_name(path))
+    assert makers == {"assistant.session.builder"}
