@@ -256,13 +256,11 @@ def conversations(answer_tokens: int, ctx: int, timers: Timers) -> tuple[Convers
     """The conversation `parley chat` builds for the embedded model (piped: the summary
     is written inside the reply that needs it), and its twin without the guard, on one
     model."""
-    from assistant.cli.main import build_parser
-    from assistant.cli.settings import resolve, typed
     from assistant.session.engines import load_conversation
+    from assistant.session.settings import ModelSettings, Settings
 
-    args = resolve(build_parser().parse_args(
-        ["chat", "--answer-tokens", str(answer_tokens), "--ctx", str(ctx)]), environ={})
-    guarded = load_conversation(typed(args), timers)
+    guarded = load_conversation(Settings(model=ModelSettings(answer_tokens=answer_tokens,
+                                                             ctx=ctx)), timers)
     bare = Conversation(guarded.model, guarded.tools,
                         replace(guarded.settings, guard_replies=False), local=guarded.local)
     records: dict = {}
