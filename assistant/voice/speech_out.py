@@ -21,7 +21,6 @@ from models.errors import EngineError
 from models.speech import TextToSpeech
 
 log = logging.getLogger(__name__)
-_END = object()
 FLOOR_WAIT_S = 25.0
 """At most this long a reply waits for the user to stop talking (an utterance is cut at
 20 s, and the turn model's longest wait follows it)."""
@@ -40,6 +39,36 @@ class SpeakerStalled(AssistantError):
 class SpokenSentence:
     text: str
     seconds: float
+
+
+@dataclass(frozen=True)
+class Say:
+    """A sentence to synthesize and play."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Sound:
+    """A sound (a timer's chime), at the voice's rate."""
+
+    pcm: np.ndarray
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Set once everything queued before it has been handed to the output."""
+
+    reached: threading.Event
+
+
+@dataclass(frozen=True)
+class End:
+    """No more will come."""
+
+
+Step = Say | Sound | Mark | End
+"""What a reply's speaking worker takes, in order."""
 
 
 class SpokenReply:
@@ -79,27 +108,27 @@ class SpokenReply:
         self.stopped = False
         self.first_audio = threading.Event()
         """Set when the first audio is out (or speaking ended without any)."""
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[Step] = queue.Queue()
         output.reset_counter()
         self._worker = Worker(self._run, "speak")
 
     def say(self, sentence: str) -> None:
-        self._queue.put(sentence)
+        self._queue.put(Say(sentence))
 
     def play_sound(self, pcm: np.ndarray) -> None:
         """A sound (a timer's chime) in turn with the sentences, at the voice's rate."""
-        self._queue.put(pcm)
+        self._queue.put(Sound(pcm))
 
     def close(self) -> None:
         """No more sentences will come."""
-        self._queue.put(_END)
+        self._queue.put(End())
 
     def wait_played(self) -> None:
         """Wait until everything said so far has played (a question, before its answer is
         listened for), or the reply was stopped, or speaking failed (the reply then stands
         as text). A hung speaker is waited for no longer than `join` would."""
         said = threading.Event()
-        self._queue.put(said)  # set by the worker once the sentences before it are out
+        self._queue.put(Mark(said))  # set by the worker once the sentences before it are out
         while not said.wait(FLOOR_POLL_S):
             if self._worker.done or self.stopped or self.cancel.cancelled:
                 return
@@ -169,46 +198,55 @@ class SpokenReply:
 
     def _speak_all(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is _END or self.stopped or self.cancel.cancelled:
+            step = self._queue.get()
+            if self.stopped or self.cancel.cancelled:
                 return
-            if isinstance(item, threading.Event):  # `wait_played`: what came before is out
-                item.set()
-                continue
-            if isinstance(item, np.ndarray):
-                self.output.play(item, self.tts.sample_rate)
-                self.on_audio(item)
-                continue
-            try:
-                spoken: SpokenSentence | None = None
-                started = self.clock()
-                for chunk in self.tts.synthesize(item):
-                    if self.stopped or self.cancel.cancelled:
-                        return
-                    seconds = len(chunk) / self.tts.sample_rate
-                    log.debug("synthesized %.2f s of audio for %d characters in %.0f ms",
-                              seconds, len(item), (self.clock() - started) * 1000)
-                    if self.first_audio_at is None:
-                        self._wait_for_floor()
-                        if self.stopped or self.cancel.cancelled:
+            match step:
+                case End():
+                    return
+                case Mark():  # `wait_played`: what came before is out
+                    step.reached.set()
+                case Sound():
+                    self.output.play(step.pcm, self.tts.sample_rate)
+                    self.on_audio(step.pcm)
+                case Say():
+                    try:
+                        if not self._speak(step.text):
                             return
-                        self.first_audio_at = self.clock()
-                    self.output.play(chunk, self.tts.sample_rate)
-                    self.on_audio(chunk)
-                    if spoken is None:  # a sentence may come back in several chunks
-                        spoken = SpokenSentence(item, seconds)
-                        self.sentences.append(spoken)
-                        self.on_sentence(spoken)
-                    else:
-                        spoken.seconds += seconds
-                    # Set once the sentence is shown as spoken: the reply that waits for it
-                    # goes on after, so its events come in one order on every run.
-                    self.first_audio.set()
-            except Exception as exc:  # speech failed: the text reply still stands
-                if not isinstance(exc, EngineError | AudioError):
-                    log.exception("speaking a sentence failed")
-                self.on_error(f"Speech output failed ({exc}); the reply is shown as text.")
-                return
+                    except Exception as exc:  # speech failed: the text reply still stands
+                        if not isinstance(exc, EngineError | AudioError):
+                            log.exception("speaking a sentence failed")
+                        self.on_error(f"Speech output failed ({exc}); the reply is shown "
+                                      "as text.")
+                        return
+
+    def _speak(self, text: str) -> bool:
+        """Synthesize and play one sentence; False if the reply was stopped meanwhile."""
+        spoken: SpokenSentence | None = None
+        started = self.clock()
+        for chunk in self.tts.synthesize(text):
+            if self.stopped or self.cancel.cancelled:
+                return False
+            seconds = len(chunk) / self.tts.sample_rate
+            log.debug("synthesized %.2f s of audio for %d characters in %.0f ms",
+                      seconds, len(text), (self.clock() - started) * 1000)
+            if self.first_audio_at is None:
+                self._wait_for_floor()
+                if self.stopped or self.cancel.cancelled:
+                    return False
+                self.first_audio_at = self.clock()
+            self.output.play(chunk, self.tts.sample_rate)
+            self.on_audio(chunk)
+            if spoken is None:  # a sentence may come back in several chunks
+                spoken = SpokenSentence(text, seconds)
+                self.sentences.append(spoken)
+                self.on_sentence(spoken)
+            else:
+                spoken.seconds += seconds
+            # Set once the sentence is shown as spoken: the reply that waits for it goes
+            # on after, so its events come in one order on every run.
+            self.first_audio.set()
+        return True
 
 
 @dataclass(frozen=True)
