@@ -65,74 +65,20 @@ def run_voice(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _converse(session: VoiceSession, input_device, console: Console) -> int:
-    from audio.capture import DeviceLost, Microphone
+    from audio.capture import Microphone
 
-    conversation, loop, cleaned = session.conversation, session.loop, session.microphone
-    push_to_talk, wake_word = session.settings.listening.push_to_talk, loop.wake_word
+    conversation, loop = session.conversation, session.loop
     announce(conversation, console)
     microphone = Microphone(input_device)
     microphone.start()
     commands = ChatSession(conversation, interactive=True, console=console,
                            timers=session.timers, mcp=session.mcp)
     stop = threading.Event()
-
-    def listen() -> None:
-        while not stop.is_set():
-            try:
-                pcm = microphone.read(0.1)
-                if pcm is not None:
-                    loop.feed_audio(pcm if cleaned is None
-                                    else cleaned.process(pcm, microphone.last_block_end))
-            except DeviceLost as exc:
-                console.print(f"! {exc} The conversation is kept; type meanwhile.",
-                              style="bold red")
-                while not stop.wait(1.0):
-                    try:
-                        microphone.reopen()
-                    except AudioError:
-                        continue
-                    console.print("· Listening again.", style="dim")
-                    break
-            except Exception as exc:  # a bug; never go deaf silently
-                if stop.is_set():
-                    return
-                log.exception("listening failed")
-                console.print(f"! Listening failed ({exc}); trying again.", style="bold red")
-                stop.wait(1.0)
-
-    listener = threading.Thread(target=listen, name="listen", daemon=True)
+    listener = threading.Thread(target=_listen, args=(session, microphone, console, stop),
+                                name="listen", daemon=True)
     listener.start()
-
-    how = ("Press Enter to talk, Enter again to stop" if push_to_talk
-           else f"Say \u201c{wake_word.word.phrase}\u201d, then your request" if wake_word
-           else "Speak when you like")
     try:
-        # Inside the try: a Ctrl-C that lands while this line is written ends it, too.
-        console.print(f"Parley is listening. {how}; or type a message. /help for commands, "
-                      "Ctrl-D to quit.", style="dim")
-        while True:
-            try:
-                line = read_line(console)
-            except KeyboardInterrupt:
-                if loop.replying:
-                    loop.interrupt()
-                    continue
-                break
-            except EOFError:
-                break
-            line = line.strip()
-            if not line:
-                if push_to_talk:
-                    loop.stop_listening() if loop.listening else loop.start_listening()
-                continue
-            if line.startswith("/"):
-                if line.split()[0].lower() == "/clear":
-                    loop.interrupt()  # a reply in progress must not land in the new one
-                    loop.wait_idle()
-                if not commands.command(line):
-                    break
-                continue
-            loop.submit_text(line)
+        _read_lines(session, commands, console)
     except KeyboardInterrupt:
         pass  # Ctrl-C between two lines, nothing being answered: it ends, as Ctrl-D does
     finally:
@@ -146,3 +92,69 @@ def _converse(session: VoiceSession, input_device, console: Console) -> int:
         session.output.close()
         close_saved(conversation)  # after the loop: its last reply is saved first
     return 0
+
+
+def _listen(session: VoiceSession, microphone, console: Console,
+            stop: threading.Event) -> None:
+    """Feed the microphone's audio to the loop (cleaned first, if it is) until `stop`; a
+    device that goes away is said in a line and reopened when it is back."""
+    from audio.capture import DeviceLost
+
+    loop, cleaned = session.loop, session.microphone
+    while not stop.is_set():
+        try:
+            pcm = microphone.read(0.1)
+            if pcm is not None:
+                loop.feed_audio(pcm if cleaned is None
+                                else cleaned.process(pcm, microphone.last_block_end))
+        except DeviceLost as exc:
+            console.print(f"! {exc} The conversation is kept; type meanwhile.",
+                          style="bold red")
+            while not stop.wait(1.0):
+                try:
+                    microphone.reopen()
+                except AudioError:
+                    continue
+                console.print("· Listening again.", style="dim")
+                break
+        except Exception as exc:  # a bug; never go deaf silently
+            if stop.is_set():
+                return
+            log.exception("listening failed")
+            console.print(f"! Listening failed ({exc}); trying again.", style="bold red")
+            stop.wait(1.0)
+
+
+def _read_lines(session: VoiceSession, commands: ChatSession, console: Console) -> None:
+    """Typed lines until the user quits: a message, a /command, or (push-to-talk) Enter."""
+    loop = session.loop
+    push_to_talk, wake_word = session.settings.listening.push_to_talk, loop.wake_word
+    how = ("Press Enter to talk, Enter again to stop" if push_to_talk
+           else f"Say \u201c{wake_word.word.phrase}\u201d, then your request" if wake_word
+           else "Speak when you like")
+    # Said here, inside the caller's try: a Ctrl-C that lands while it is written ends it.
+    console.print(f"Parley is listening. {how}; or type a message. /help for commands, "
+                  "Ctrl-D to quit.", style="dim")
+    while True:
+        try:
+            line = read_line(console)
+        except KeyboardInterrupt:
+            if loop.replying:
+                loop.interrupt()
+                continue
+            return
+        except EOFError:
+            return
+        line = line.strip()
+        if not line:
+            if push_to_talk:
+                loop.stop_listening() if loop.listening else loop.start_listening()
+            continue
+        if line.startswith("/"):
+            if line.split()[0].lower() == "/clear":
+                loop.interrupt()  # a reply in progress must not land in the new one
+                loop.wait_idle()
+            if not commands.command(line):
+                return
+            continue
+        loop.submit_text(line)
