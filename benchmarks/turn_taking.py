@@ -104,6 +104,7 @@ def ready(loop) -> None:
 
 def run_latency(mode: str) -> dict:
     from assistant.voice.replay import ReplayTurn, replay
+    from assistant.voice.turns import TurnSource
     from audio.memory_out import MemorySpeaker
     from benchmarks.turn_recordings import short_requests
 
@@ -126,7 +127,7 @@ def run_latency(mode: str) -> dict:
     turns = []
     for request, records in zip(requests, produced, strict=True):
         heard = []
-        for record in (r for r in records if r.source == "audio" and not r.continued):
+        for record in (r for r in records if r.source is TurnSource.AUDIO and not r.continued):
             end = trace.end_before(record.started)
             first = record.timings.get("first_audio_ms")
             ear = (None if first is None or end is None else
@@ -189,6 +190,7 @@ def run_paused(mode: str) -> dict:
     import jiwer
 
     from assistant.voice.replay import ReplayTurn, replay
+    from assistant.voice.turns import TurnSource
     from benchmarks.turn_recordings import paused_recordings
 
     engines = load_engines()
@@ -215,7 +217,7 @@ def run_paused(mode: str) -> dict:
             loop.close()
             timers.close()
         # A turn the user went on with is heard again, whole, in the next record.
-        heard = [r.heard for r in records if r.source == "audio" and r.heard
+        heard = [r.heard for r in records if r.source is TurnSource.AUDIO and r.heard
                  and not r.continued]
         last_voice = last_voiced_sample(recording.pcm)
         ends = []

@@ -10,7 +10,7 @@ from assistant.conversation import Conversation, ReplySettings
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.replay import SessionError, load_session, replay, session_json
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from tests.support.clips import clip
@@ -207,7 +207,7 @@ def test_a_spoken_turn_and_a_typed_one_are_heard_answered_and_spoken_in_order():
     run = run_turns([clip(1.0, HELLO), "What did I say?"], script=SCRIPT,
                     replies=["Hi! How can I help?", "You said hello."])
     spoken, typed = run.records
-    assert (spoken.source, typed.source) == ("audio", "text")
+    assert (spoken.source, typed.source) == (TurnSource.AUDIO, TurnSource.TEXT)
     assert run.heard == [SCRIPT[HELLO], "What did I say?"]
     assert run.replies == ["Hi! How can I help?", "You said hello."]
 

@@ -29,7 +29,7 @@ from assistant.timers import Timer
 from assistant.tools import Tool, builtin_tools
 from assistant.voice.approval import CONFIRM_WAIT_S, AnsweredBy
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import WakeWordDetector
@@ -262,7 +262,8 @@ def test_a_timer_going_off_during_the_question_rings_after_the_reply():
     room.loop.submit_text("yes")
     room.finish()
     assert room.deleted == ["notes.txt"]
-    assert [r.source for r in room.loop.records] == ["text", "timer", "text"]
+    assert [r.source for r in room.loop.records] == [TurnSource.TEXT, TurnSource.TIMER,
+                                                  TurnSource.TEXT]
     kinds = [type(e) for e in room.shown]
     assert kinds.index(ConfirmationAnswered) < kinds.index(TimerFinished)
 

@@ -14,7 +14,7 @@ from assistant.events import Interrupted, Wake
 from assistant.timers import Timer
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import (
@@ -242,7 +242,7 @@ def test_the_wake_word_stops_a_ringing_timer(okay_nabu):
         assert loop.wait_idle(10)
     finally:
         loop.close()
-    [ring] = [record for record in loop.records if record.source == "timer"]
+    [ring] = [record for record in loop.records if record.source is TurnSource.TIMER]
     assert ring.interrupted
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import soxr
 
 from assistant.voice.speech_out import SpokenReply
-from assistant.voice.turns import TurnRecord, VoiceSettings
+from assistant.voice.turns import TurnRecord, TurnSource, VoiceSettings
 from audio.chime import wake_chime
 from audio.echo_probe import EchoProbe, Verdict
 from audio.playback import AudioOutput
@@ -177,7 +177,7 @@ class Listener:
         stopped was cut off at once), and open the follow-up window."""
         if played and not speech.stopped:
             self.quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
-        if self.wake_word is not None and record.source in ("audio", "text"):
+        if self.wake_word is not None and record.source in (TurnSource.AUDIO, TurnSource.TEXT):
             self._stay_awake(self.settings.follow_up_s)
 
     def answer_expected(self, seconds: float) -> None:

@@ -25,7 +25,7 @@ from assistant.confirmation import Confirmation
 from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import TurnRecord
+from assistant.voice.turns import TurnRecord, TurnSource
 from audio.echo import MicrophoneInput
 from audio.files import AudioFileError, frames_of, read_audio
 
@@ -270,7 +270,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
             if microphone is None:  # a simulated room fed the silence itself
                 loop.silence_passed(turn.wait_s)
             continue
-        replies = [record for record in loop.records if record.source != "wake"]
+        replies = [record for record in loop.records if record.source is not TurnSource.WAKE]
         if turn.during_reply_ms is not None and replies:
             _wait_for_audio_of(source, replies[-1], turn.during_reply_ms, timeout_s)
         else:

@@ -50,6 +50,7 @@ from assistant.voice.turn_queue import (
 from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
     TurnRecord,
+    TurnSource,
     VoiceSettings,
     first_samples,
     heard_events,
@@ -359,7 +360,8 @@ class ReplyWorker:
         if record.continued:
             self.log.emit(record, TurnContinued(record.spoken_seconds))
             return
-        if speech.stopped and done is not None and done.text and record.source != "timer":
+        if (speech.stopped and done is not None and done.text
+                and record.source is not TurnSource.TIMER):
             heard = speech.heard_text()
             conversation.note_heard(heard)
             self.log.emit(record, Interrupted(record.spoken_seconds, heard))

@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.voice.speculation import Speculation
-from assistant.voice.turns import TurnRecord, event_json
+from assistant.voice.turns import TurnRecord, TurnSource, event_json
 from audio.segmenter import Utterance
 
 
@@ -33,7 +33,7 @@ class TurnLog:
         """The speculation the reply worker is answering now, if any: its turn's events
         and timings are held by it."""
 
-    def new(self, source: str, started: float | None = None) -> TurnRecord:
+    def new(self, source: TurnSource, started: float | None = None) -> TurnRecord:
         """A turn that starts now (or at `started`), kept in `records`."""
         record = TurnRecord(source, self.clock() if started is None else started)
         self.keep(record)

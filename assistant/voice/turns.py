@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
@@ -76,12 +77,24 @@ class VoiceSettings:
             raise ValueError("ring_times must be at least 1 and ring_gap_s not negative")
 
 
+class TurnSource(StrEnum):
+    """What began a turn (a `str`: it reads and prints as its value)."""
+
+    AUDIO = "audio"
+    """The user spoke."""
+    TEXT = "text"
+    """The user typed a line."""
+    TIMER = "timer"
+    """A timer went off: its announcement is the turn's reply."""
+    WAKE = "wake"
+    """The wake word was heard: the turn holds only that event."""
+
+
 @dataclass
 class TurnRecord:
     """One thing heard or typed, what was answered, and when each step happened."""
 
-    source: str
-    """"audio", "text" or "timer" (a timer went off)."""
+    source: TurnSource
     started: float
     """Clock time the turn began: the end of speech was detected, or the line was typed."""
     heard: str = ""
