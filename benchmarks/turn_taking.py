@@ -129,10 +129,10 @@ def run_latency(mode: str) -> dict:
         heard = []
         for record in (r for r in records if r.source is TurnSource.AUDIO and not r.continued):
             end = trace.end_before(record.started)
-            first = record.timings.get("first_audio_ms")
+            first = record.timings.first_audio_ms
             ear = (None if first is None or end is None else
                    round((record.started + first / 1000 - end.spoken_at) * 1000, 1))
-            heard.append({"heard": record.heard, "timings": record.timings, "ear_ms": ear,
+            heard.append({"heard": record.heard, "timings": record.timings.as_json(), "ear_ms": ear,
                           "scores": [e["score"] for e in record.events
                                      if e["type"] == "turn-judged"]})
         turns.append({"name": request.name, "records": heard})

@@ -190,7 +190,7 @@ def test_voice_writes_the_summary_after_a_reply_is_spoken_and_the_next_turn_stop
     records = loop.records
     assert conversation.settings.idle_summaries
     assert [e["type"] for e in records[1].idle] == ["summary-start", "summary-cancelled"]
-    assert records[2].timings["summary_wait_ms"] >= 0  # its reply waited for the stop
+    assert records[2].timings.summary_wait_ms >= 0  # its reply waited for the stop
     assert [e["type"] for e in records[2].idle] == ["summary-start", "summary"]
     assert records[2].idle[0]["ms"] >= records[2].events[-1]["ms"]  # after the reply
     for record in records:  # no reply summarized

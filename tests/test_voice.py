@@ -166,8 +166,8 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     # played meanwhile: detecting the voice, then stopping the output in the same frame.
     heard_over_the_user = first.spoken_seconds - playhead[0]
     assert 0 < heard_over_the_user < 0.2
-    assert first.timings["barge_in_stop_ms"] == 0
-    assert heard_over_the_user * 1000 == pytest.approx(first.timings["barge_in_detect_ms"],
+    assert first.timings.barge_in_stop_ms == 0
+    assert heard_over_the_user * 1000 == pytest.approx(first.timings.barge_in_detect_ms,
                                                        abs=30 + 10)  # a frame, and rounding
     # What --audio-out would write is what was heard, not all that was synthesized.
     kept = sum(len(chunk) for chunk in first.audio) / RATE
@@ -218,7 +218,7 @@ def test_a_spoken_turn_and_a_typed_one_are_heard_answered_and_spoken_in_order():
     assert said(typed) == ["sentence", "spoken", "reply-done"]
     assert run.tts.spoken == ["Hi!", "How can I help?", "You said hello."]
     # The end of speech is counted in the microphone's samples: the same on any machine.
-    assert spoken.timings["end_of_speech_ms"] == pytest.approx(720, abs=30)
+    assert spoken.timings.end_of_speech_ms == pytest.approx(720, abs=30)
     assert [m.content for m in run.conversation.history.messages] == [
         SCRIPT[HELLO], "Hi! How can I help?", "What did I say?", "You said hello."]
 
@@ -385,7 +385,7 @@ def test_interrupting_drops_the_turns_still_waiting():
         loop.submit_text("first")
         loop.submit_text("second")  # queued behind the first
         deadline = time.monotonic() + 10
-        while not loop.records[0].timings.get("first_audio_ms") and time.monotonic() < deadline:
+        while not loop.records[0].timings.first_audio_ms and time.monotonic() < deadline:
             time.sleep(0.01)
         loop.interrupt()  # Ctrl-C
         loop.wait_idle(10)

@@ -117,8 +117,8 @@ def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
     # Before any reply had shown whether the microphone hears Parley, the first one waited
     # out the first moments (1.5 s from the end of the speech); once it had shown that it
     # does not, the next one did not wait.
-    assert first.timings["first_audio_ms"] + first.timings["end_of_speech_ms"] >= 1500
-    assert whole.timings["latency_ms"] < 1500
+    assert first.timings.first_audio_ms + first.timings.end_of_speech_ms >= 1500
+    assert whole.timings.latency_ms < 1500
 
 
 def test_what_the_user_goes_on_with_is_heard_while_parley_s_audio_still_plays():

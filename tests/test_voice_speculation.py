@@ -112,9 +112,9 @@ def test_a_speculation_that_stands_is_played_when_the_wait_ends():
         SCRIPT[WHOLE], "It is 42. Anything else?"]
     # Its first audio came with the end of the wait; the words were ready before it.
     timings = record.timings
-    assert timings["first_audio_ms"] == 0
-    assert timings["stt_ms"] < 0 and timings["first_token_ms"] < 0
-    assert timings["latency_ms"] == pytest.approx(timings["end_of_speech_ms"], abs=0.2)
+    assert timings.first_audio_ms == 0
+    assert timings.stt_ms < 0 and timings.first_token_ms < 0
+    assert timings.latency_ms == pytest.approx(timings.end_of_speech_ms, abs=0.2)
     # Shown at the commit: nothing of the reply before the turn began. (The words shown
     # while the user spoke come first, timed before it.)
     answered = [e for e in record.events if e["type"] != "heard-partial"]

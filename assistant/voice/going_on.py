@@ -47,7 +47,7 @@ def unheard(record: TurnRecord, now: float) -> bool:
     it must not be speaking. Typed turns and timers do not wait."""
     if record.source is not TurnSource.AUDIO:
         return False
-    speech_ended = record.started - (record.timings.get("end_of_speech_ms") or 0) / 1000
+    speech_ended = record.started - (record.timings.end_of_speech_ms or 0) / 1000
     return now < speech_ended + FIRST_MOMENTS_S
 
 

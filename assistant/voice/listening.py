@@ -169,8 +169,8 @@ class Listener:
                       started: float, stopped: float) -> None:
         """How long detecting the user's voice took, and stopping the reply after it."""
         detect_ms = max(0, detected_at_sample - event.sample) * 1000 / SAMPLE_RATE
-        record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
-        record.timings["barge_in_stop_ms"] = round((stopped - started) * 1000, 1)
+        record.timings.barge_in_detect_ms = round(detect_ms, 1)
+        record.timings.barge_in_stop_ms = round((stopped - started) * 1000, 1)
 
     def reply_ended(self, record: TurnRecord, speech: SpokenReply, played: bool) -> None:
         """Ignore the room's echo of a reply that `played` to its end (a reply the user

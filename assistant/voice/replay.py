@@ -299,7 +299,7 @@ def _wait_for_audio_of(source: _Input, record: TurnRecord, delay_ms: int,
     """Start the next clip `delay_ms` into the previous reply's audio (a barge-in)."""
     source.until(lambda: record.first_audio_seen() or record.finished.is_set(), timeout_s)
     if record.first_audio_seen():
-        due = record.started + (record.timings["first_audio_ms"] or 0) / 1000 + delay_ms / 1000
+        due = record.started + (record.timings.first_audio_ms or 0) / 1000 + delay_ms / 1000
         source.until(lambda: source.loop.clock() >= due, timeout_s)
 
 
@@ -340,6 +340,7 @@ def _merge(records: list[TurnRecord]) -> dict:
         "events": events,
         "interrupted": any(r.interrupted for r in records),
         "spoken_seconds": round(sum(r.spoken_seconds for r in records), 2),
-        "timings": dict(next((r.timings for r in answered if r.timings), first.timings)),
+        "timings": next((t for t in (r.timings.as_json() for r in answered) if t),
+                        first.timings.as_json()),
         "idle": idle,
     }

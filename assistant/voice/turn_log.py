@@ -14,7 +14,7 @@ from contextlib import nullcontext
 
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.voice.speculation import Speculation
-from assistant.voice.turns import TurnRecord, TurnSource, event_json
+from assistant.voice.turns import Timing, TurnRecord, TurnSource, event_json
 from audio.segmenter import Utterance
 
 
@@ -65,21 +65,21 @@ class TurnLog:
         speculation = self.speculating
         return speculation if speculation is not None and speculation.record is record else None
 
-    def time(self, record: TurnRecord, key: str, at: float | None = None) -> None:
+    def time(self, record: TurnRecord, timing: Timing, at: float | None = None) -> None:
         """Set a timing (ms from the turn's start to `at`, or now); a held reply's turn
         start moves when it is committed, so its timings are set under the speculation's
         lock."""
         speculation = self.held_by(record)
         with speculation.lock if speculation is not None else nullcontext():
-            record.timings[key] = self.ms_since(record, at)
+            record.timings.set(timing, self.ms_since(record, at))
 
     def ms_since(self, record: TurnRecord, at: float | None = None) -> float:
         return round(((self.clock() if at is None else at) - record.started) * 1000, 1)
 
     def time_utterance(self, record: TurnRecord, utterance: Utterance) -> None:
         """The end-of-speech wait and the utterance's length, for the turn it makes."""
-        record.timings["end_of_speech_ms"] = round(utterance.end_ms - utterance.speech_end_ms, 1)
-        record.timings["speech_seconds"] = round(utterance.duration_s, 2)
+        record.timings.end_of_speech_ms = round(utterance.end_ms - utterance.speech_end_ms, 1)
+        record.timings.speech_seconds = round(utterance.duration_s, 2)
 
     def between_turns(self, record: TurnRecord | None, event: Event) -> None:
         """An event of the work after `record`'s reply: kept with that turn (replay's

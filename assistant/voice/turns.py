@@ -90,6 +90,70 @@ class TurnSource(StrEnum):
     """The wake word was heard: the turn holds only that event."""
 
 
+class Timing(StrEnum):
+    """A `TurnTimings` field, for code that sets one it is handed (`TurnLog.time`)."""
+
+    END_OF_SPEECH = "end_of_speech_ms"
+    SPEECH_SECONDS = "speech_seconds"
+    STT = "stt_ms"
+    FIRST_TOKEN = "first_token_ms"
+    FIRST_SENTENCE = "first_sentence_ms"
+    FIRST_AUDIO = "first_audio_ms"
+    LATENCY = "latency_ms"
+    BARGE_IN_DETECT = "barge_in_detect_ms"
+    BARGE_IN_STOP = "barge_in_stop_ms"
+    SUMMARY_WAIT = "summary_wait_ms"
+    PREPARE_WAIT = "prepare_wait_ms"
+
+
+@dataclass
+class TurnTimings:
+    """When each step of a turn happened, in ms from the turn's start (docs/events.md);
+    None: the turn did not reach it. Replay lists those reached, in the order they were."""
+
+    _reached: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The names of the fields set, in the order they were first set (replay's order)."""
+    end_of_speech_ms: float | None = None
+    """The end-of-turn wait: from the end of the user's speech to the turn's start."""
+    speech_seconds: float | None = None
+    """How long the utterance was (seconds)."""
+    stt_ms: float | None = None
+    first_token_ms: float | None = None
+    first_sentence_ms: float | None = None
+    first_audio_ms: float | None = None
+    latency_ms: float | None = None
+    """From the end of the user's speech to the first audio."""
+    barge_in_detect_ms: float | None = None
+    barge_in_stop_ms: float | None = None
+    summary_wait_ms: float | None = None
+    """The reply waited this long for a summary being written to stop."""
+    prepare_wait_ms: float | None = None
+    """The reply waited this long for the next prompt's preparation to stop."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if value is not None and name != "_reached" and name not in self._reached:
+            self._reached.append(name)
+        super().__setattr__(name, value)
+
+    def set(self, timing: Timing, ms: float) -> None:
+        setattr(self, timing.value, ms)
+
+    def get(self, timing: Timing) -> float | None:
+        return getattr(self, timing.value)
+
+    def shift(self, ms: float) -> None:
+        """Count every timing reached from `ms` later (the turn's start moved)."""
+        for name in self._reached:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, round(value - ms, 1))
+
+    def as_json(self) -> dict[str, float]:
+        """The timings reached, as replay's JSON holds them."""
+        return {name: getattr(self, name) for name in self._reached
+                if getattr(self, name) is not None}
+
+
 @dataclass
 class TurnRecord:
     """One thing heard or typed, what was answered, and when each step happened."""
@@ -102,7 +166,7 @@ class TurnRecord:
     events: list[dict] = field(default_factory=list)
     interrupted: bool = False
     spoken_seconds: float = 0.0
-    timings: dict[str, float | None] = field(default_factory=dict)
+    timings: TurnTimings = field(default_factory=TurnTimings)
     continued: bool = False
     """The user went on in the reply's first moments: the reply was taken back, and the
     turn continues in the next record."""
@@ -121,7 +185,7 @@ class TurnRecord:
     written ahead), timed like `events` from the turn's start."""
 
     def first_audio_seen(self) -> bool:
-        return self.timings.get("first_audio_ms") is not None
+        return self.timings.first_audio_ms is not None
 
 
 def event_json(event: Event, ms: float) -> dict:
