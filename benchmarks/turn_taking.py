@@ -103,6 +103,7 @@ def ready(loop) -> None:
 # -- latency ----------------------------------------------------------------------------------
 
 def run_latency(mode: str) -> dict:
+    from assistant.events import TurnJudged
     from assistant.voice.replay import ReplayTurn, replay
     from assistant.voice.turns import TurnSource
     from audio.memory_out import MemorySpeaker
@@ -133,8 +134,8 @@ def run_latency(mode: str) -> dict:
             ear = (None if first is None or end is None else
                    round((record.started + first / 1000 - end.spoken_at) * 1000, 1))
             heard.append({"heard": record.heard, "timings": record.timings.as_json(), "ear_ms": ear,
-                          "scores": [e["score"] for e in record.events
-                                     if e["type"] == "turn-judged"]})
+                          "scores": [e.event.score for e in record.events
+                                     if isinstance(e.event, TurnJudged)]})
         turns.append({"name": request.name, "records": heard})
     return {"turns": turns, "peak_mb": peak_mb(), "calls": calls}
 

@@ -239,8 +239,8 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
     parts = {timing.value: statistics.median(r.timings.get(timing) or 0.0 for r in records)
              for timing in (Timing.END_OF_SPEECH, Timing.STT, Timing.FIRST_TOKEN,
                             Timing.FIRST_SENTENCE, Timing.FIRST_AUDIO)}
-    processed = [e["processed_tokens"] for r in records for e in r.events
-                 if e["type"] == ReplyDone.event_type]
+    processed = [e.event.processed_tokens for r in records for e in r.events
+                 if isinstance(e.event, ReplyDone)]
     return LatencyRun(label, latencies, parts,
                       statistics.median(processed) if processed else 0.0)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from assistant.conversation import Conversation, ReplySettings
+from assistant.events import Interrupted, Spoken
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.replay import SessionError, load_session, replay, session_json
@@ -147,7 +148,7 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
         loop.submit_text("Tell me something long.")
         # The whole reply is queued on the speaker before any time passes: 6 × 1.1 s.
         wait_until(lambda: loop.records and sum(
-            e["type"] == "spoken" for e in loop.records[0].events) == 6, "six sentences")
+            isinstance(e.event, Spoken) for e in loop.records[0].events) == 6, "six sentences")
         feed = loop.feed_audio
         clock.feed(feed, np.zeros(int(1.2 * RATE), dtype=np.int16))  # 1.2 s into the reply
         clock.feed(feed, np.concatenate([stop, np.zeros(int(1.5 * RATE), dtype=np.int16)]),
@@ -177,9 +178,9 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     assistant = loop.conversation.history.messages[1]
     assert assistant.role == "assistant" and "the user interrupted" in assistant.content
     assert "This is a long answer." in assistant.content.split("[")[1]
-    assert [e["type"] for e in first.events].count("interrupted") == 1
+    assert [type(e.event) for e in first.events].count(Interrupted) == 1
     # Only sentences that had started playing are reported as spoken.
-    spoken = [e["seconds"] for e in first.events if e["type"] == "spoken"]
+    spoken = [e.event.seconds for e in first.events if isinstance(e.event, Spoken)]
     assert len(spoken) == 2 and sum(spoken[:-1]) < first.spoken_seconds <= sum(spoken)
 
 

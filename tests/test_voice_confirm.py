@@ -22,6 +22,7 @@ from assistant.events import (
     ConfirmationAsked,
     Heard,
     Interrupted,
+    Spoken,
     TimerFinished,
     ToolCall,
 )
@@ -160,9 +161,9 @@ def test_a_spoken_yes_runs_the_tool_and_the_reply_says_its_result():
     assert (answer.heard, answer.reply) == (SCRIPT[YES], "")
     assert [m.content for m in room.conversation.history.messages if m.role == "user"] == [
         "Delete my notes file."]
-    spoken = [e["text"] for e in request.events if e["type"] == "spoken"]
+    spoken = [e.event.text for e in request.events if isinstance(e.event, Spoken)]
     assert spoken == [QUESTION, "Done: notes.txt is deleted."]
-    kinds = [e["type"] for e in request.events]
+    kinds = [e.event.event_type for e in request.events]
     assert kinds.index("tool-call") < kinds.index("confirm-asked") < kinds.index(
         "confirm-answered") < kinds.index("tool-result")
 

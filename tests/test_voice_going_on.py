@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from assistant.conversation import Conversation, ReplySettings
+from assistant.events import TurnContinued
 from assistant.local.answers import LocalIntents
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
@@ -92,7 +93,7 @@ class Room:
         return [m.content for m in self.conversation.history.messages if m.role == "user"]
 
     def kinds(self, record) -> list[str]:
-        return [event["type"] for event in record.events]
+        return [timed.event.event_type for timed in record.events]
 
 
 def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
@@ -103,9 +104,9 @@ def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
     room.finish()
     first, whole = room.loop.records
     # The reply had begun, and was stopped and taken back at once.
-    continued = [e for e in first.events if e["type"] == "turn-continued"]
+    continued = [e.event for e in first.events if isinstance(e.event, TurnContinued)]
     # (The voice detector needs 60-120 ms of speech to be sure it is speech.)
-    assert len(continued) == 1 and 0.6 <= continued[0]["spoken_seconds"] < 0.8
+    assert len(continued) == 1 and 0.6 <= continued[0].spoken_seconds < 0.8
     assert first.continued and "interrupted" not in room.kinds(first)
     # Both parts were heard together (the joined audio), as one message, answered once.
     assert whole.heard == SCRIPT[WHOLE]

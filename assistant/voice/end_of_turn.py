@@ -29,7 +29,7 @@ from assistant.voice.speculation import Speculation
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
 from assistant.voice.turn_words import unfinished_because, whole_sentence
-from assistant.voice.turns import TurnRecord, TurnSource, VoiceSettings, event_json
+from assistant.voice.turns import TimedEvent, TurnRecord, TurnSource, VoiceSettings
 from audio.playback import AudioOutput
 from audio.segmenter import SpeechPaused, TurnChecked, Utterance
 from audio.turn_policy import Words
@@ -239,7 +239,7 @@ class EndOfTurn:
                          partials: list[tuple[float, HeardPartial]]) -> None:
         """The words shown while the turn was spoken (on screen already), first in its
         record, timed before its start."""
-        record.events[0:0] = [event_json(event, (at - record.started) * 1000)
+        record.events[0:0] = [TimedEvent((at - record.started) * 1000, event)
                               for at, event in partials]
 
     def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:

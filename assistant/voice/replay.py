@@ -25,7 +25,7 @@ from assistant.confirmation import Confirmation
 from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import TurnRecord, TurnSource
+from assistant.voice.turns import TimedEvent, TurnRecord, TurnSource
 from audio.echo import MicrophoneInput
 from audio.files import AudioFileError, frames_of, read_audio
 
@@ -330,9 +330,9 @@ def _merge(records: list[TurnRecord]) -> dict:
     first = records[0]
     # A turn the user continued is said again, whole, in the next record.
     answered = [r for r in records if not r.continued] or records
-    events = [dict(event, part=number) if len(records) > 1 else event
+    events = [_event_json(event, number, len(records))
               for number, record in enumerate(records) for event in record.events]
-    idle = [dict(event, part=number) if len(records) > 1 else event
+    idle = [_event_json(event, number, len(records))
             for number, record in enumerate(records) for event in record.idle]
     return {
         "heard": " ".join(r.heard for r in answered if r.heard),
@@ -344,3 +344,8 @@ def _merge(records: list[TurnRecord]) -> dict:
                         first.timings.as_json()),
         "idle": idle,
     }
+
+
+def _event_json(timed: TimedEvent, part: int, parts: int) -> dict:
+    """An event in a session turn's JSON; of a turn heard in parts, with its part."""
+    return {**timed.as_json(), "part": part} if parts > 1 else timed.as_json()

@@ -1,8 +1,9 @@
 """The voice loop's log of turns: every part records events and timings through it.
 
-A turn's events go to the screen (`render`) and into its `TurnRecord` (replay's JSON);
-its timings are milliseconds from the turn's start. A reply answered ahead of the end of
-the user's turn (`Speculation`) is the exception the log hides from the other parts: its
+A turn's events go to the screen (`render`) and into its `TurnRecord`, each with its time
+in ms from the turn's start (`TimedEvent`; replay turns them into its JSON); its timings
+are milliseconds from the turn's start too. A reply answered ahead of the end of the
+user's turn (`Speculation`) is the exception the log hides from the other parts: its
 events are held back until it is committed, and its timings are set under its lock,
 because the commit moves the turn's start.
 """
@@ -14,7 +15,7 @@ from contextlib import nullcontext
 
 from assistant.events import Event, Summarized, SummaryFailed
 from assistant.voice.speculation import Speculation
-from assistant.voice.turns import Timing, TurnRecord, TurnSource, event_json
+from assistant.voice.turns import TimedEvent, Timing, TurnRecord, TurnSource
 from audio.segmenter import Utterance
 
 
@@ -55,7 +56,7 @@ class TurnLog:
         """What shows an event that happened at a clock time, in `record` and on screen."""
         def show(at: float, event: Event) -> None:
             # Held events appear when the speculation is committed: at 0 ms, not before.
-            record.events.append(event_json(event, max(0.0, at - record.started) * 1000))
+            record.events.append(TimedEvent(max(0.0, at - record.started) * 1000, event))
             self.render(event)
 
         return show
@@ -86,6 +87,6 @@ class TurnLog:
         `idle`); on screen only the outcome: a "summarizing" line between turns would be
         noise, and one cut short, misleading."""
         if record is not None:
-            record.idle.append(event_json(event, (self.clock() - record.started) * 1000))
+            record.idle.append(TimedEvent((self.clock() - record.started) * 1000, event))
         if isinstance(event, (Summarized, SummaryFailed)):
             self.render(event)

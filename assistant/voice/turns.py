@@ -154,6 +154,18 @@ class TurnTimings:
                 if getattr(self, name) is not None}
 
 
+@dataclass(frozen=True)
+class TimedEvent:
+    """An event of a turn, and when it happened: ms from the turn's start."""
+
+    ms: float
+    event: Event
+
+    def as_json(self) -> dict:
+        """As replay's JSON holds it: when it happened in the turn, then its fields."""
+        return {"ms": round(self.ms, 1), **self.event.to_dict()}
+
+
 @dataclass
 class TurnRecord:
     """One thing heard or typed, what was answered, and when each step happened."""
@@ -163,7 +175,8 @@ class TurnRecord:
     """Clock time the turn began: the end of speech was detected, or the line was typed."""
     heard: str = ""
     reply: str = ""
-    events: list[dict] = field(default_factory=list)
+    events: list[TimedEvent] = field(default_factory=list)
+    """What happened in the turn, in order (replay's `events`)."""
     interrupted: bool = False
     spoken_seconds: float = 0.0
     timings: TurnTimings = field(default_factory=TurnTimings)
@@ -180,17 +193,12 @@ class TurnRecord:
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     audio: list[np.ndarray] = field(default_factory=list, repr=False)
     """The reply's audio, kept only for `parley replay --audio-out`."""
-    idle: list[dict] = field(default_factory=list)
+    idle: list[TimedEvent] = field(default_factory=list)
     """Events of the work after this turn's reply, before the next turn (the summary
     written ahead), timed like `events` from the turn's start."""
 
     def first_audio_seen(self) -> bool:
         return self.timings.first_audio_ms is not None
-
-
-def event_json(event: Event, ms: float) -> dict:
-    """An event as replay's JSON holds it: when it happened in the turn, then its fields."""
-    return {"ms": round(ms, 1), **event.to_dict()}
 
 
 def first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
@@ -203,13 +211,13 @@ def first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
     return kept
 
 
-def heard_events(events: list[dict], spoken_seconds: float) -> list[dict]:
+def heard_events(events: list[TimedEvent], spoken_seconds: float) -> list[TimedEvent]:
     """Drop the `Spoken` events of sentences that had not started playing at the stop."""
     kept, started = [], 0.0
-    for event in events:
-        if event["type"] == Spoken.event_type:
+    for timed in events:
+        if isinstance(timed.event, Spoken):
             if started >= spoken_seconds:
                 continue
-            started += event["seconds"]
-        kept.append(event)
+            started += timed.event.seconds
+        kept.append(timed)
     return kept
