@@ -74,3 +74,15 @@ def test_replay_json_numbers_the_parts_of_a_turn_heard_in_parts():
     assert turn["idle"] == [{"ms": 900.0, "type": "summary-start", "part": 1}]
     [alone] = session_json(loop, [ReplayTurn(1, text="Tell")], [[cut]])["turns"]
     assert alone["events"] == [{"ms": 0.0, "type": "spoken", "text": "Tell", "seconds": 0.5}]
+
+
+def test_latency_counts_from_the_end_of_speech_once_there_was_audio():
+    timings = TurnTimings(end_of_speech_ms=720.0)
+    timings.time_latency()
+    assert timings.latency_ms is None  # nothing played: no latency to report
+    timings.first_audio_ms = 180.5
+    timings.time_latency()
+    assert timings.latency_ms == 900.5
+    typed = TurnTimings(first_audio_ms=95.0)
+    typed.time_latency()
+    assert typed.latency_ms == 95.0

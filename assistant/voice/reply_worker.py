@@ -368,10 +368,7 @@ class ReplyWorker:
             self.log.emit(record, Interrupted(record.spoken_seconds, heard))
         if done is not None:
             self.log.emit(record, done)
-        first = record.timings.first_audio_ms
-        if first is not None:
-            record.timings.latency_ms = round(
-                first + (record.timings.end_of_speech_ms or 0.0), 1)
+        record.timings.time_latency()
 
     def _spoken(self, record: TurnRecord, sentence: SpokenSentence,
                 speech: SpokenReply) -> None:

@@ -131,6 +131,8 @@ class TurnTimings:
     """The reply waited this long for the next prompt's preparation to stop."""
 
     def __setattr__(self, name: str, value: object) -> None:
+        """Set a field, noting when it is first reached: replay lists the timings in that
+        order (a reply answered ahead has its words before the end of the user's turn)."""
         if value is not None and name != "_reached" and name not in self._reached:
             self._reached.append(name)
         super().__setattr__(name, value)
@@ -142,11 +144,17 @@ class TurnTimings:
         return getattr(self, timing.value)
 
     def shift(self, ms: float) -> None:
-        """Count every timing reached from `ms` later (the turn's start moved)."""
+        """Count every timing reached from a start `ms` later (the turn's start moved)."""
         for name in self._reached:
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, round(value - ms, 1))
+
+    def time_latency(self) -> None:
+        """The latency, once the reply's first audio played: from the end of the user's
+        speech (a typed turn's start) to that audio."""
+        if self.first_audio_ms is not None:
+            self.latency_ms = round(self.first_audio_ms + (self.end_of_speech_ms or 0.0), 1)
 
     def as_json(self) -> dict[str, float]:
         """The timings reached, as replay's JSON holds them."""
