@@ -160,8 +160,8 @@ def bench_requests(engines) -> dict[str, list[float]]:
                               f"{' / '.join(r.heard for r in records)!r}, replied "
                               f"{' '.join(r.reply for r in records)[:80]!r}")
             for record in records:
-                if "latency_ms" in record.timings:
-                    latencies["local" if local else "model"].append(record.timings["latency_ms"])
+                if record.timings.latency_ms is not None:
+                    latencies["local" if local else "model"].append(record.timings.latency_ms)
     print("\nEveryday requests, right of total (the model alone | with local intents)")
     print(f"  {'kind':12s} {'typed':>15s} {'spoken':>15s}")
     totals = {(how, local): [0, 0] for how in ("typed", "spoken") for local in (False, True)}
@@ -198,7 +198,8 @@ def bench_latency(engines, latencies: dict[str, list[float]]) -> None:
     finally:
         loop.close()
         timers.close()
-    answered = [r.timings["latency_ms"] for g in produced for r in g if "latency_ms" in r.timings]
+    answered = [r.timings.latency_ms for g in produced for r in g
+                if r.timings.latency_ms is not None]
     print("\nEnd of speech to first audio (ms; includes the fixed end-of-speech wait)")
     rows = [("local answers (spoken requests above)", latencies.get("local", [])),
             ("model answers (open questions)", answered),

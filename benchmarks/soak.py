@@ -127,8 +127,8 @@ def bench_soak(turns: int) -> None:
             covered = conversation.summary.covered_through
             [records] = replay(loop, [ReplayTurn(number, audio_path=None, pcm=clip.pcm)],
                                fast=True)
-            latencies += [r.timings["first_audio_ms"] for r in records
-                          if r.timings.get("first_audio_ms") is not None]
+            latencies += [r.timings.first_audio_ms for r in records
+                          if r.timings.first_audio_ms is not None]
             memory[number] = _resident_mb()
             grew = memory[number] - memory.get(number - 1, memory[number])
             summarized = conversation.summary.covered_through != covered

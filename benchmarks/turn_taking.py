@@ -103,7 +103,9 @@ def ready(loop) -> None:
 # -- latency ----------------------------------------------------------------------------------
 
 def run_latency(mode: str) -> dict:
+    from assistant.events import TurnJudged
     from assistant.voice.replay import ReplayTurn, replay
+    from assistant.voice.turns import TurnSource
     from audio.memory_out import MemorySpeaker
     from benchmarks.turn_recordings import short_requests
 
@@ -126,14 +128,14 @@ def run_latency(mode: str) -> dict:
     turns = []
     for request, records in zip(requests, produced, strict=True):
         heard = []
-        for record in (r for r in records if r.source == "audio" and not r.continued):
+        for record in (r for r in records if r.source is TurnSource.AUDIO and not r.continued):
             end = trace.end_before(record.started)
-            first = record.timings.get("first_audio_ms")
+            first = record.timings.first_audio_ms
             ear = (None if first is None or end is None else
                    round((record.started + first / 1000 - end.spoken_at) * 1000, 1))
-            heard.append({"heard": record.heard, "timings": record.timings, "ear_ms": ear,
-                          "scores": [e["score"] for e in record.events
-                                     if e["type"] == "turn-judged"]})
+            heard.append({"heard": record.heard, "timings": record.timings.as_json(), "ear_ms": ear,
+                          "scores": [e.event.score for e in record.events
+                                     if isinstance(e.event, TurnJudged)]})
         turns.append({"name": request.name, "records": heard})
     return {"turns": turns, "peak_mb": peak_mb(), "calls": calls}
 
@@ -189,6 +191,7 @@ def run_paused(mode: str) -> dict:
     import jiwer
 
     from assistant.voice.replay import ReplayTurn, replay
+    from assistant.voice.turns import TurnSource
     from benchmarks.turn_recordings import paused_recordings
 
     engines = load_engines()
@@ -215,7 +218,7 @@ def run_paused(mode: str) -> dict:
             loop.close()
             timers.close()
         # A turn the user went on with is heard again, whole, in the next record.
-        heard = [r.heard for r in records if r.source == "audio" and r.heard
+        heard = [r.heard for r in records if r.source is TurnSource.AUDIO and r.heard
                  and not r.continued]
         last_voice = last_voiced_sample(recording.pcm)
         ends = []

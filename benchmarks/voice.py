@@ -223,6 +223,7 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
     from assistant.events import ReplyDone
     from assistant.tools import builtin_tools
     from assistant.voice.replay import ReplayTurn, replay
+    from assistant.voice.turns import Timing
 
     conversation = Conversation(engines[0], builtin_tools(),
                                 ReplySettings(answer_tokens=ANSWER_TOKENS, idle_summaries=True))
@@ -233,13 +234,13 @@ def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
         produced = replay(loop, session, fast=False)
     finally:
         loop.close()
-    records = [r for group in produced for r in group if "latency_ms" in r.timings]
-    latencies = [r.timings["latency_ms"] for r in records]
-    parts = {key: statistics.median(r.timings.get(key) or 0.0 for r in records)
-             for key in ("end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms",
-                         "first_audio_ms")}
-    processed = [e["processed_tokens"] for r in records for e in r.events
-                 if e["type"] == ReplyDone.event_type]
+    records = [r for group in produced for r in group if r.timings.latency_ms is not None]
+    latencies = [r.timings.latency_ms or 0.0 for r in records]
+    parts = {timing.value: statistics.median(r.timings.get(timing) or 0.0 for r in records)
+             for timing in (Timing.END_OF_SPEECH, Timing.STT, Timing.FIRST_TOKEN,
+                            Timing.FIRST_SENTENCE, Timing.FIRST_AUDIO)}
+    processed = [e.event.processed_tokens for r in records for e in r.events
+                 if isinstance(e.event, ReplyDone)]
     return LatencyRun(label, latencies, parts,
                       statistics.median(processed) if processed else 0.0)
 

@@ -189,12 +189,12 @@ def test_voice_writes_the_summary_after_a_reply_is_spoken_and_the_next_turn_stop
         loop.close()
     records = loop.records
     assert conversation.settings.idle_summaries
-    assert [e["type"] for e in records[1].idle] == ["summary-start", "summary-cancelled"]
-    assert records[2].timings["summary_wait_ms"] >= 0  # its reply waited for the stop
-    assert [e["type"] for e in records[2].idle] == ["summary-start", "summary"]
-    assert records[2].idle[0]["ms"] >= records[2].events[-1]["ms"]  # after the reply
+    assert [type(e.event) for e in records[1].idle] == [SummaryStarted, SummaryCancelled]
+    assert records[2].timings.summary_wait_ms >= 0  # its reply waited for the stop
+    assert [type(e.event) for e in records[2].idle] == [SummaryStarted, Summarized]
+    assert records[2].idle[0].ms >= records[2].events[-1].ms  # after the reply
     for record in records:  # no reply summarized
-        assert not [e for e in record.events if e["type"].startswith("summary")]
+        assert not [e for e in record.events if e.event.event_type.startswith("summary")]
     assert "Earlier in this conversation" not in prompt_for(model, filler(2)[0])[0].content
     assert "Earlier in this conversation" in prompt_for(model, filler(3)[0])[0].content
     # The screen shows the summary written, not the one cut short, nor "summarizing".

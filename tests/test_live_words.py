@@ -144,9 +144,9 @@ def test_the_words_show_as_they_are_spoken_and_the_message_is_the_pause_s_transc
     assert shown.index(partials[-1]) < shown.index(heard[0])
     assert [h.text for h in heard] == [SCRIPT[WHOLE]]
     [record] = loop.records
-    kinds = [event["type"] for event in record.events]
+    kinds = [timed.event.event_type for timed in record.events]
     assert kinds[:len(partials)] == ["heard-partial"] * len(partials)
-    assert all(e["ms"] < 0 for e in record.events[:len(partials)])  # before the turn ended
+    assert all(e.ms < 0 for e in record.events[:len(partials)])  # before the turn ended
     assert [m.content for m in loop.conversation.history.messages] == [
         SCRIPT[WHOLE], "Once there was a dog."]
 

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from assistant.conversation import Conversation, ReplySettings
+from assistant.events import Interrupted, Spoken
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
 from assistant.voice.replay import SessionError, load_session, replay, session_json
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from tests.support.clips import clip
@@ -147,7 +148,7 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
         loop.submit_text("Tell me something long.")
         # The whole reply is queued on the speaker before any time passes: 6 × 1.1 s.
         wait_until(lambda: loop.records and sum(
-            e["type"] == "spoken" for e in loop.records[0].events) == 6, "six sentences")
+            isinstance(e.event, Spoken) for e in loop.records[0].events) == 6, "six sentences")
         feed = loop.feed_audio
         clock.feed(feed, np.zeros(int(1.2 * RATE), dtype=np.int16))  # 1.2 s into the reply
         clock.feed(feed, np.concatenate([stop, np.zeros(int(1.5 * RATE), dtype=np.int16)]),
@@ -166,8 +167,8 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     # played meanwhile: detecting the voice, then stopping the output in the same frame.
     heard_over_the_user = first.spoken_seconds - playhead[0]
     assert 0 < heard_over_the_user < 0.2
-    assert first.timings["barge_in_stop_ms"] == 0
-    assert heard_over_the_user * 1000 == pytest.approx(first.timings["barge_in_detect_ms"],
+    assert first.timings.barge_in_stop_ms == 0
+    assert heard_over_the_user * 1000 == pytest.approx(first.timings.barge_in_detect_ms,
                                                        abs=30 + 10)  # a frame, and rounding
     # What --audio-out would write is what was heard, not all that was synthesized.
     kept = sum(len(chunk) for chunk in first.audio) / RATE
@@ -177,9 +178,9 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     assistant = loop.conversation.history.messages[1]
     assert assistant.role == "assistant" and "the user interrupted" in assistant.content
     assert "This is a long answer." in assistant.content.split("[")[1]
-    assert [e["type"] for e in first.events].count("interrupted") == 1
+    assert [type(e.event) for e in first.events].count(Interrupted) == 1
     # Only sentences that had started playing are reported as spoken.
-    spoken = [e["seconds"] for e in first.events if e["type"] == "spoken"]
+    spoken = [e.event.seconds for e in first.events if isinstance(e.event, Spoken)]
     assert len(spoken) == 2 and sum(spoken[:-1]) < first.spoken_seconds <= sum(spoken)
 
 
@@ -207,7 +208,7 @@ def test_a_spoken_turn_and_a_typed_one_are_heard_answered_and_spoken_in_order():
     run = run_turns([clip(1.0, HELLO), "What did I say?"], script=SCRIPT,
                     replies=["Hi! How can I help?", "You said hello."])
     spoken, typed = run.records
-    assert (spoken.source, typed.source) == ("audio", "text")
+    assert (spoken.source, typed.source) == (TurnSource.AUDIO, TurnSource.TEXT)
     assert run.heard == [SCRIPT[HELLO], "What did I say?"]
     assert run.replies == ["Hi! How can I help?", "You said hello."]
 
@@ -218,7 +219,7 @@ def test_a_spoken_turn_and_a_typed_one_are_heard_answered_and_spoken_in_order():
     assert said(typed) == ["sentence", "spoken", "reply-done"]
     assert run.tts.spoken == ["Hi!", "How can I help?", "You said hello."]
     # The end of speech is counted in the microphone's samples: the same on any machine.
-    assert spoken.timings["end_of_speech_ms"] == pytest.approx(720, abs=30)
+    assert spoken.timings.end_of_speech_ms == pytest.approx(720, abs=30)
     assert [m.content for m in run.conversation.history.messages] == [
         SCRIPT[HELLO], "Hi! How can I help?", "What did I say?", "You said hello."]
 
@@ -385,7 +386,7 @@ def test_interrupting_drops_the_turns_still_waiting():
         loop.submit_text("first")
         loop.submit_text("second")  # queued behind the first
         deadline = time.monotonic() + 10
-        while not loop.records[0].timings.get("first_audio_ms") and time.monotonic() < deadline:
+        while not loop.records[0].timings.first_audio_ms and time.monotonic() < deadline:
             time.sleep(0.01)
         loop.interrupt()  # Ctrl-C
         loop.wait_idle(10)

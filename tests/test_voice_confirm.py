@@ -22,6 +22,7 @@ from assistant.events import (
     ConfirmationAsked,
     Heard,
     Interrupted,
+    Spoken,
     TimerFinished,
     ToolCall,
 )
@@ -29,7 +30,7 @@ from assistant.timers import Timer
 from assistant.tools import Tool, builtin_tools
 from assistant.voice.approval import CONFIRM_WAIT_S, AnsweredBy
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import WakeWordDetector
@@ -160,9 +161,9 @@ def test_a_spoken_yes_runs_the_tool_and_the_reply_says_its_result():
     assert (answer.heard, answer.reply) == (SCRIPT[YES], "")
     assert [m.content for m in room.conversation.history.messages if m.role == "user"] == [
         "Delete my notes file."]
-    spoken = [e["text"] for e in request.events if e["type"] == "spoken"]
+    spoken = [e.event.text for e in request.events if isinstance(e.event, Spoken)]
     assert spoken == [QUESTION, "Done: notes.txt is deleted."]
-    kinds = [e["type"] for e in request.events]
+    kinds = [e.event.event_type for e in request.events]
     assert kinds.index("tool-call") < kinds.index("confirm-asked") < kinds.index(
         "confirm-answered") < kinds.index("tool-result")
 
@@ -262,7 +263,8 @@ def test_a_timer_going_off_during_the_question_rings_after_the_reply():
     room.loop.submit_text("yes")
     room.finish()
     assert room.deleted == ["notes.txt"]
-    assert [r.source for r in room.loop.records] == ["text", "timer", "text"]
+    assert [r.source for r in room.loop.records] == [TurnSource.TEXT, TurnSource.TIMER,
+                                                  TurnSource.TEXT]
     kinds = [type(e) for e in room.shown]
     assert kinds.index(ConfirmationAnswered) < kinds.index(TimerFinished)
 

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from assistant.conversation import Conversation, ReplySettings
+from assistant.events import TurnContinued
 from assistant.local.answers import LocalIntents
 from assistant.timer_tool import timer_tool
 from assistant.timers import Timers
@@ -95,7 +96,7 @@ class Room:
         return [m.content for m in self.conversation.history.messages if m.role == "user"]
 
     def kinds(self, record) -> list[str]:
-        return [event["type"] for event in record.events]
+        return [timed.event.event_type for timed in record.events]
 
 
 def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
@@ -106,9 +107,9 @@ def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
     room.finish()
     first, whole = room.loop.records
     # The reply had begun, and was stopped and taken back at once.
-    continued = [e for e in first.events if e["type"] == "turn-continued"]
+    continued = [e.event for e in first.events if isinstance(e.event, TurnContinued)]
     # (The voice detector needs 60-120 ms of speech to be sure it is speech.)
-    assert len(continued) == 1 and 0.6 <= continued[0]["spoken_seconds"] < 0.8
+    assert len(continued) == 1 and 0.6 <= continued[0].spoken_seconds < 0.8
     assert first.continued and "interrupted" not in room.kinds(first)
     # Both parts were heard together (the joined audio), as one message, answered once.
     assert whole.heard == SCRIPT[WHOLE]
@@ -120,8 +121,8 @@ def test_going_on_while_the_reply_plays_makes_one_message_answered_once():
     # Before any reply had shown whether the microphone hears Parley, the first one waited
     # out the first moments (1.5 s from the end of the speech); once it had shown that it
     # does not, the next one did not wait.
-    assert first.timings["first_audio_ms"] + first.timings["end_of_speech_ms"] >= 1500
-    assert whole.timings["latency_ms"] < 1500
+    assert first.timings.first_audio_ms + first.timings.end_of_speech_ms >= 1500
+    assert whole.timings.latency_ms < 1500
 
 
 def test_what_the_user_goes_on_with_is_heard_while_parley_s_audio_still_plays():

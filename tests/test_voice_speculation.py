@@ -88,7 +88,7 @@ def test_a_speculation_the_user_talks_over_leaves_no_trace():
     [record] = room.loop.records
     assert record.heard == SCRIPT[WHOLE] and record.reply == "The sea is wide."
     # (The words shown while the user spoke are theirs: the first part was a timer.)
-    answered = [e for e in record.events if e["type"] != "heard-partial"]
+    answered = [e.as_json() for e in record.events if not isinstance(e.event, HeardPartial)]
     assert "timer" not in str(answered).lower()
 
 
@@ -112,14 +112,14 @@ def test_a_speculation_that_stands_is_played_when_the_wait_ends():
         SCRIPT[WHOLE], "It is 42. Anything else?"]
     # Its first audio came with the end of the wait; the words were ready before it.
     timings = record.timings
-    assert timings["first_audio_ms"] == 0
-    assert timings["stt_ms"] < 0 and timings["first_token_ms"] < 0
-    assert timings["latency_ms"] == pytest.approx(timings["end_of_speech_ms"], abs=0.2)
+    assert timings.first_audio_ms == 0
+    assert timings.stt_ms < 0 and timings.first_token_ms < 0
+    assert timings.latency_ms == pytest.approx(timings.end_of_speech_ms, abs=0.2)
     # Shown at the commit: nothing of the reply before the turn began. (The words shown
     # while the user spoke come first, timed before it.)
-    answered = [e for e in record.events if e["type"] != "heard-partial"]
-    assert all(event["ms"] >= 0 for event in answered)
-    assert answered[0]["type"] == "heard"
+    answered = [e for e in record.events if not isinstance(e.event, HeardPartial)]
+    assert all(timed.ms >= 0 for timed in answered)
+    assert isinstance(answered[0].event, Heard)
     assert len(room.speaker.chunks) == 2
 
 

@@ -9,7 +9,7 @@ from assistant.events import TimerFinished
 from assistant.timers import Timer
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.chime import chime
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
@@ -45,7 +45,7 @@ def test_an_unanswered_timer_chimes_and_is_announced_the_set_number_of_times():
     assert chimes_played(speaker, tts.sample_rate) == 3
     finished = [e for e in events if isinstance(e, TimerFinished)]
     assert [e.text for e in finished] == ["Your 5 minute pizza timer is done."]
-    assert loop.records[-1].source == "timer"
+    assert loop.records[-1].source is TurnSource.TIMER
     # The announcement is spoken, not kept as a message of the conversation.
     assert len(loop.conversation.history.messages) == 0
 

@@ -14,7 +14,7 @@ from assistant.events import Interrupted, Wake
 from assistant.timers import Timer
 from assistant.tools import builtin_tools
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import VoiceSettings
+from assistant.voice.turns import TurnSource, VoiceSettings
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import Segmenter
 from audio.wakeword import (
@@ -119,9 +119,9 @@ def feed(loop: VoiceLoop, pcm: np.ndarray) -> None:
         loop.feed_audio(pcm[start:start + 480])
 
 
-def events_of(loop: VoiceLoop, kind: type) -> list[dict]:
-    return [event for record in loop.records for event in record.events
-            if event["type"] == kind.event_type]
+def events_of(loop: VoiceLoop, kind: type) -> list:
+    return [timed.event for record in loop.records for timed in record.events
+            if isinstance(timed.event, kind)]
 
 
 def test_nothing_is_transcribed_until_the_wake_word_then_the_request_is_one_turn(okay_nabu):
@@ -138,7 +138,7 @@ def test_nothing_is_transcribed_until_the_wake_word_then_the_request_is_one_turn
     finally:
         loop.close()
     [wake] = events_of(loop, Wake)
-    assert wake["word"] == "okay_nabu" and wake["at_s"] > 4.0
+    assert wake.word == "okay_nabu" and wake.at_s > 4.0
     users = [m.content for m in loop.conversation.history.messages if m.role == "user"]
     assert users == [SCRIPT[REQUEST]]
     # What was transcribed began after the wake word: about the request and its silence.
@@ -242,7 +242,7 @@ def test_the_wake_word_stops_a_ringing_timer(okay_nabu):
         assert loop.wait_idle(10)
     finally:
         loop.close()
-    [ring] = [record for record in loop.records if record.source == "timer"]
+    [ring] = [record for record in loop.records if record.source is TurnSource.TIMER]
     assert ring.interrupted
 
 

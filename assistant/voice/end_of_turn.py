@@ -29,7 +29,7 @@ from assistant.voice.speculation import Speculation
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import HeardTurn, SpeculativeTurn, TurnQueue
 from assistant.voice.turn_words import unfinished_because, whole_sentence
-from assistant.voice.turns import TurnRecord, VoiceSettings, event_json
+from assistant.voice.turns import TimedEvent, TurnRecord, TurnSource, VoiceSettings
 from audio.playback import AudioOutput
 from audio.segmenter import SpeechPaused, TurnChecked, Utterance
 from audio.turn_policy import Words
@@ -142,7 +142,7 @@ class EndOfTurn:
         speculation = None
         if self.settings.speculative_reply and not self.closing:
             speculation = Speculation(event.sample, future,
-                                      TurnRecord("audio", self.log.clock()), self.output)
+                                      TurnRecord(TurnSource.AUDIO, self.log.clock()), self.output)
         self._replace_pending(PendingPause(event.sample, future, speculation))
         if speculation is not None:
             self.turns.put(SpeculativeTurn(speculation))
@@ -172,7 +172,7 @@ class EndOfTurn:
         earlier, self._earlier = self._earlier, None
         if earlier is None or self.closing:
             return
-        record = self.log.new("audio")
+        record = self.log.new(TurnSource.AUDIO)
         self.turns.put(HeardTurn(record, self._stt.submit(self._transcribe, earlier), False))
         self._opened(record, earlier, False)
 
@@ -216,7 +216,7 @@ class EndOfTurn:
             future = self._stt.submit(self._transcribe, speech)
         if speculation is not None:
             speculation.drop()
-        record = self.log.new("audio", started)
+        record = self.log.new(TurnSource.AUDIO, started)
         self.log.time_utterance(record, utterance)
         self._show_judged(record, judged)
         self._record_partials(record, partials)
@@ -239,7 +239,7 @@ class EndOfTurn:
                          partials: list[tuple[float, HeardPartial]]) -> None:
         """The words shown while the turn was spoken (on screen already), first in its
         record, timed before its start."""
-        record.events[0:0] = [event_json(event, (at - record.started) * 1000)
+        record.events[0:0] = [TimedEvent((at - record.started) * 1000, event)
                               for at, event in partials]
 
     def _show_judged(self, record: TurnRecord, judged: list[TurnChecked]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from assistant.tools import Tool, ToolOutput, ToolRefused, ToolRun
 from assistant.voice.speech_out import SpokenReply
-from assistant.voice.turns import FIRST_MOMENTS_S, TurnRecord
+from assistant.voice.turns import FIRST_MOMENTS_S, TurnRecord, TurnSource
 
 SETTLE_POLL_S = 0.02
 
@@ -45,9 +45,9 @@ def unheard(record: TurnRecord, now: float) -> bool:
     user while Parley speaks (speakers, or not known yet): they may still go on with their
     turn until `FIRST_MOMENTS_S` after their speech ended, and if Parley cannot hear them
     it must not be speaking. Typed turns and timers do not wait."""
-    if record.source != "audio":
+    if record.source is not TurnSource.AUDIO:
         return False
-    speech_ended = record.started - (record.timings.get("end_of_speech_ms") or 0) / 1000
+    speech_ended = record.started - (record.timings.end_of_speech_ms or 0) / 1000
     return now < speech_ended + FIRST_MOMENTS_S
 
 

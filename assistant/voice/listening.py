@@ -24,7 +24,7 @@ import numpy as np
 import soxr
 
 from assistant.voice.speech_out import SpokenReply
-from assistant.voice.turns import TurnRecord, VoiceSettings
+from assistant.voice.turns import TurnRecord, TurnSource, VoiceSettings
 from audio.chime import wake_chime
 from audio.echo_probe import EchoProbe, Verdict
 from audio.playback import AudioOutput
@@ -169,15 +169,15 @@ class Listener:
                       started: float, stopped: float) -> None:
         """How long detecting the user's voice took, and stopping the reply after it."""
         detect_ms = max(0, detected_at_sample - event.sample) * 1000 / SAMPLE_RATE
-        record.timings["barge_in_detect_ms"] = round(detect_ms, 1)
-        record.timings["barge_in_stop_ms"] = round((stopped - started) * 1000, 1)
+        record.timings.barge_in_detect_ms = round(detect_ms, 1)
+        record.timings.barge_in_stop_ms = round((stopped - started) * 1000, 1)
 
     def reply_ended(self, record: TurnRecord, speech: SpokenReply, played: bool) -> None:
         """Ignore the room's echo of a reply that `played` to its end (a reply the user
         stopped was cut off at once), and open the follow-up window."""
         if played and not speech.stopped:
             self.quiet_until = self.clock() + self.settings.echo_tail_ms / 1000
-        if self.wake_word is not None and record.source in ("audio", "text"):
+        if self.wake_word is not None and record.source in (TurnSource.AUDIO, TurnSource.TEXT):
             self._stay_awake(self.settings.follow_up_s)
 
     def answer_expected(self, seconds: float) -> None:

@@ -38,7 +38,7 @@ from assistant.voice.reply_worker import ReplyWorker
 from assistant.voice.speech_out import SpokenReply
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turn_queue import Stop, TimerRang, TurnQueue, TypedTurn
-from assistant.voice.turns import TurnRecord, VoiceSettings
+from assistant.voice.turns import TurnRecord, TurnSource, VoiceSettings
 from assistant.workers import Worker
 from audio.segmenter import (
     Segmenter,
@@ -218,13 +218,13 @@ class VoiceLoop:
             return None
         with self._audio_lock:  # typed instead: a reply started on a pause is not wanted
             self.end_of_turn.forget_pause()
-        record = self.log.new("text")
+        record = self.log.new(TurnSource.TEXT)
         self.turns.put(TypedTurn(record, text))
         return record
 
     def ring(self, timer: Timer) -> None:
         """A timer went off (on the timers' thread): announce it once the speaker is free."""
-        self.turns.put(TimerRang(self.log.new("timer"), timer))
+        self.turns.put(TimerRang(self.log.new(TurnSource.TIMER), timer))
 
     # -- control ------------------------------------------------------------------------
 
@@ -329,7 +329,7 @@ class VoiceLoop:
         with self._audio_lock:
             self.segmenter.reset()  # what came before the word is not the request
             self.end_of_turn.forget_pause()
-        record = self.log.new("wake")
+        record = self.log.new(TurnSource.WAKE)
         self.log.emit(record, Wake(self.wake_word.name, round(at_s, 2)))
         record.finished.set()
         self.listener.chime()

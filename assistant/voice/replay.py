@@ -25,7 +25,7 @@ from assistant.confirmation import Confirmation
 from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.loop import VoiceLoop
-from assistant.voice.turns import TurnRecord
+from assistant.voice.turns import TimedEvent, TurnRecord, TurnSource
 from audio.echo import MicrophoneInput
 from audio.files import AudioFileError, frames_of, read_audio
 
@@ -270,7 +270,7 @@ def replay(loop: VoiceLoop, turns: list[ReplayTurn], fast: bool = False,
             if microphone is None:  # a simulated room fed the silence itself
                 loop.silence_passed(turn.wait_s)
             continue
-        replies = [record for record in loop.records if record.source != "wake"]
+        replies = [record for record in loop.records if record.source is not TurnSource.WAKE]
         if turn.during_reply_ms is not None and replies:
             _wait_for_audio_of(source, replies[-1], turn.during_reply_ms, timeout_s)
         else:
@@ -299,7 +299,7 @@ def _wait_for_audio_of(source: _Input, record: TurnRecord, delay_ms: int,
     """Start the next clip `delay_ms` into the previous reply's audio (a barge-in)."""
     source.until(lambda: record.first_audio_seen() or record.finished.is_set(), timeout_s)
     if record.first_audio_seen():
-        due = record.started + (record.timings["first_audio_ms"] or 0) / 1000 + delay_ms / 1000
+        due = record.started + (record.timings.first_audio_ms or 0) / 1000 + delay_ms / 1000
         source.until(lambda: source.loop.clock() >= due, timeout_s)
 
 
@@ -330,9 +330,9 @@ def _merge(records: list[TurnRecord]) -> dict:
     first = records[0]
     # A turn the user continued is said again, whole, in the next record.
     answered = [r for r in records if not r.continued] or records
-    events = [dict(event, part=number) if len(records) > 1 else event
+    events = [_event_json(event, number, len(records))
               for number, record in enumerate(records) for event in record.events]
-    idle = [dict(event, part=number) if len(records) > 1 else event
+    idle = [_event_json(event, number, len(records))
             for number, record in enumerate(records) for event in record.idle]
     return {
         "heard": " ".join(r.heard for r in answered if r.heard),
@@ -340,6 +340,12 @@ def _merge(records: list[TurnRecord]) -> dict:
         "events": events,
         "interrupted": any(r.interrupted for r in records),
         "spoken_seconds": round(sum(r.spoken_seconds for r in records), 2),
-        "timings": dict(next((r.timings for r in answered if r.timings), first.timings)),
+        "timings": next((t for t in (r.timings.as_json() for r in answered) if t),
+                        first.timings.as_json()),
         "idle": idle,
     }
+
+
+def _event_json(timed: TimedEvent, part: int, parts: int) -> dict:
+    """An event in a session turn's JSON; of a turn heard in parts, with its part."""
+    return {**timed.as_json(), "part": part} if parts > 1 else timed.as_json()

@@ -49,7 +49,9 @@ from assistant.voice.turn_queue import (
 )
 from assistant.voice.turns import (
     FIRST_AUDIO_WAIT_S,
+    Timing,
     TurnRecord,
+    TurnSource,
     VoiceSettings,
     first_samples,
     heard_events,
@@ -114,7 +116,7 @@ class ReplyWorker:
                                                  "the conversation is kept, try again."))
             finally:
                 if waited is not None:  # set now: a held reply's commit shifts the others
-                    item.record.timings[waited.timing] = waited.ms
+                    item.record.timings.set(Timing(waited.timing), waited.ms)
                 item.record.finished.set()
                 self.between_turns.expect()  # due before it is idle
                 self.turns.task_done()
@@ -193,7 +195,7 @@ class ReplyWorker:
             return
         self.show_heard(record, transcript, heard_at, turn.cut)
         log.debug("heard %.1f s of speech: transcript %.0f ms after the end of speech (%s)",
-                  record.timings.get("speech_seconds") or 0.0, record.timings["stt_ms"],
+                  record.timings.speech_seconds or 0.0, record.timings.stt_ms,
                   transcript.rejected or "words")
         if not transcript.text or record.started < self.interrupted_at:
             return
@@ -258,7 +260,7 @@ class ReplyWorker:
     def show_heard(self, record: TurnRecord, transcript: Transcript, heard_at: float,
                    cut: bool) -> None:
         """The transcript is ready: time it and show what was heard."""
-        self.log.time(record, "stt_ms", heard_at)
+        self.log.time(record, Timing.STT, heard_at)
         self.log.emit(record, Heard(transcript.text, round(transcript.confidence, 3),
                                     transcript.rejected, cut))
 
@@ -311,14 +313,14 @@ class ReplyWorker:
             speech.play_sound(sound)
 
         def on_event(event: Event) -> None:
-            if isinstance(event, TextDelta) and "first_token_ms" not in record.timings:
-                self.log.time(record, "first_token_ms")
+            if isinstance(event, TextDelta) and record.timings.first_token_ms is None:
+                self.log.time(record, Timing.FIRST_TOKEN)
             if not isinstance(event, ReplyDone):  # shown once the reply's outcome is known
                 self.log.emit(record, event)
             if isinstance(event, Sentence) and not cancel.cancelled:
-                first = "first_sentence_ms" not in record.timings
+                first = record.timings.first_sentence_ms is None
                 if first:
-                    self.log.time(record, "first_sentence_ms")
+                    self.log.time(record, Timing.FIRST_SENTENCE)
                 speech.say(event.text)
                 if first and self.settings.first_audio_first:
                     speech.first_audio.wait(FIRST_AUDIO_WAIT_S)
@@ -359,22 +361,20 @@ class ReplyWorker:
         if record.continued:
             self.log.emit(record, TurnContinued(record.spoken_seconds))
             return
-        if speech.stopped and done is not None and done.text and record.source != "timer":
+        if (speech.stopped and done is not None and done.text
+                and record.source is not TurnSource.TIMER):
             heard = speech.heard_text()
             conversation.note_heard(heard)
             self.log.emit(record, Interrupted(record.spoken_seconds, heard))
         if done is not None:
             self.log.emit(record, done)
-        first = record.timings.get("first_audio_ms")
-        if first is not None:
-            record.timings["latency_ms"] = round(
-                first + (record.timings.get("end_of_speech_ms") or 0.0), 1)
+        record.timings.time_latency()
 
     def _spoken(self, record: TurnRecord, sentence: SpokenSentence,
                 speech: SpokenReply) -> None:
-        if "first_audio_ms" not in record.timings:
+        if record.timings.first_audio_ms is None:
             # Set as it happens, so replay can time a barge-in into this reply.
-            self.log.time(record, "first_audio_ms", speech.first_audio_at)
+            self.log.time(record, Timing.FIRST_AUDIO, speech.first_audio_at)
         self.log.emit(record, Spoken(sentence.text, round(sentence.seconds, 2)))
 
     # -- between turns -----------------------------------------------------------------------

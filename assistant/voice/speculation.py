@@ -134,13 +134,11 @@ class Speculation:
                 return self.committed
             shift_ms = (started - self.record.started) * 1000
             self.record.started = started
-            for key, value in self.record.timings.items():
-                if value is not None:  # timed from the pause until now: from the turn's start
-                    self.record.timings[key] = round(value - shift_ms, 1)
-            if "first_audio_ms" in self.record.timings:  # held until now
+            timings = self.record.timings
+            timings.shift(shift_ms)  # timed from the pause until now: from the turn's start
+            if timings.first_audio_ms is not None:  # held until now
                 released_ms = 0.0 if now is None else round((now - started) * 1000, 1)
-                self.record.timings["first_audio_ms"] = max(
-                    released_ms, self.record.timings["first_audio_ms"] or 0.0)
+                timings.first_audio_ms = max(released_ms, timings.first_audio_ms)
             self.committed = True
             for event in first:
                 show(started, event)

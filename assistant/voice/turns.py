@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
@@ -76,20 +77,117 @@ class VoiceSettings:
             raise ValueError("ring_times must be at least 1 and ring_gap_s not negative")
 
 
+class TurnSource(StrEnum):
+    """What began a turn (a `str`: it reads and prints as its value)."""
+
+    AUDIO = "audio"
+    """The user spoke."""
+    TEXT = "text"
+    """The user typed a line."""
+    TIMER = "timer"
+    """A timer went off: its announcement is the turn's reply."""
+    WAKE = "wake"
+    """The wake word was heard: the turn holds only that event."""
+
+
+class Timing(StrEnum):
+    """A `TurnTimings` field, for code that sets one it is handed (`TurnLog.time`)."""
+
+    END_OF_SPEECH = "end_of_speech_ms"
+    SPEECH_SECONDS = "speech_seconds"
+    STT = "stt_ms"
+    FIRST_TOKEN = "first_token_ms"
+    FIRST_SENTENCE = "first_sentence_ms"
+    FIRST_AUDIO = "first_audio_ms"
+    LATENCY = "latency_ms"
+    BARGE_IN_DETECT = "barge_in_detect_ms"
+    BARGE_IN_STOP = "barge_in_stop_ms"
+    SUMMARY_WAIT = "summary_wait_ms"
+    PREPARE_WAIT = "prepare_wait_ms"
+
+
+@dataclass
+class TurnTimings:
+    """When each step of a turn happened, in ms from the turn's start (docs/events.md);
+    None: the turn did not reach it. Replay lists those reached, in the order they were."""
+
+    _reached: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The names of the fields set, in the order they were first set (replay's order)."""
+    end_of_speech_ms: float | None = None
+    """The end-of-turn wait: from the end of the user's speech to the turn's start."""
+    speech_seconds: float | None = None
+    """How long the utterance was (seconds)."""
+    stt_ms: float | None = None
+    first_token_ms: float | None = None
+    first_sentence_ms: float | None = None
+    first_audio_ms: float | None = None
+    latency_ms: float | None = None
+    """From the end of the user's speech to the first audio."""
+    barge_in_detect_ms: float | None = None
+    barge_in_stop_ms: float | None = None
+    summary_wait_ms: float | None = None
+    """The reply waited this long for a summary being written to stop."""
+    prepare_wait_ms: float | None = None
+    """The reply waited this long for the next prompt's preparation to stop."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Set a field, noting when it is first reached: replay lists the timings in that
+        order (a reply answered ahead has its words before the end of the user's turn)."""
+        if value is not None and name != "_reached" and name not in self._reached:
+            self._reached.append(name)
+        super().__setattr__(name, value)
+
+    def set(self, timing: Timing, ms: float) -> None:
+        setattr(self, timing.value, ms)
+
+    def get(self, timing: Timing) -> float | None:
+        return getattr(self, timing.value)
+
+    def shift(self, ms: float) -> None:
+        """Count every timing reached from a start `ms` later (the turn's start moved)."""
+        for name in self._reached:
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, round(value - ms, 1))
+
+    def time_latency(self) -> None:
+        """The latency, once the reply's first audio played: from the end of the user's
+        speech (a typed turn's start) to that audio."""
+        if self.first_audio_ms is not None:
+            self.latency_ms = round(self.first_audio_ms + (self.end_of_speech_ms or 0.0), 1)
+
+    def as_json(self) -> dict[str, float]:
+        """The timings reached, as replay's JSON holds them."""
+        return {name: getattr(self, name) for name in self._reached
+                if getattr(self, name) is not None}
+
+
+@dataclass(frozen=True)
+class TimedEvent:
+    """An event of a turn, and when it happened: ms from the turn's start."""
+
+    ms: float
+    event: Event
+
+    def as_json(self) -> dict:
+        """As replay's JSON holds it: when it happened in the turn, then its fields."""
+        return {"ms": round(self.ms, 1), **self.event.to_dict()}
+
+
 @dataclass
 class TurnRecord:
     """One thing heard or typed, what was answered, and when each step happened."""
 
-    source: str
-    """"audio", "text" or "timer" (a timer went off)."""
+    source: TurnSource
     started: float
     """Clock time the turn began: the end of speech was detected, or the line was typed."""
     heard: str = ""
     reply: str = ""
-    events: list[dict] = field(default_factory=list)
+    events: list[TimedEvent] = field(default_factory=list)
+    """What happened in the turn, in order (replay's `events`)."""
     interrupted: bool = False
     spoken_seconds: float = 0.0
-    timings: dict[str, float | None] = field(default_factory=dict)
+    timings: TurnTimings = field(default_factory=TurnTimings)
     continued: bool = False
     """The user went on in the reply's first moments: the reply was taken back, and the
     turn continues in the next record."""
@@ -103,17 +201,12 @@ class TurnRecord:
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
     audio: list[np.ndarray] = field(default_factory=list, repr=False)
     """The reply's audio, kept only for `parley replay --audio-out`."""
-    idle: list[dict] = field(default_factory=list)
+    idle: list[TimedEvent] = field(default_factory=list)
     """Events of the work after this turn's reply, before the next turn (the summary
     written ahead), timed like `events` from the turn's start."""
 
     def first_audio_seen(self) -> bool:
-        return self.timings.get("first_audio_ms") is not None
-
-
-def event_json(event: Event, ms: float) -> dict:
-    """An event as replay's JSON holds it: when it happened in the turn, then its fields."""
-    return {"ms": round(ms, 1), **event.to_dict()}
+        return self.timings.first_audio_ms is not None
 
 
 def first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
@@ -126,13 +219,13 @@ def first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
     return kept
 
 
-def heard_events(events: list[dict], spoken_seconds: float) -> list[dict]:
+def heard_events(events: list[TimedEvent], spoken_seconds: float) -> list[TimedEvent]:
     """Drop the `Spoken` events of sentences that had not started playing at the stop."""
     kept, started = [], 0.0
-    for event in events:
-        if event["type"] == Spoken.event_type:
+    for timed in events:
+        if isinstance(timed.event, Spoken):
             if started >= spoken_seconds:
                 continue
-            started += event["seconds"]
-        kept.append(event)
+            started += timed.event.seconds
+        kept.append(timed)
     return kept

@@ -68,7 +68,7 @@ class VoiceRun:
         return [record.reply for record in self.records]
 
     def event_types(self, record: TurnRecord) -> list[str]:
-        return [event["type"] for event in record.events]
+        return [timed.event.event_type for timed in record.events]
 
 
 def run_turns(
