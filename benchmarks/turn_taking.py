@@ -4,9 +4,9 @@
 
 - latency: end of the user's speech to the reply's first audio, on short spoken requests
   (people, Piper, espeak-ng), quiet and beside one busy process;
-- paused: recordings with pauses between and inside sentences, replayed through the voice
-  loop in half duplex with the reply playing in real time, quiet and beside one busy
-  process: the turns Parley heard, where it cut them, the word error rate of it all;
+- paused: recordings with pauses between and inside sentences, replayed in half duplex with
+  the reply playing in real time, quiet and beside one busy process: the turns Parley
+  heard, where it cut them, the word error rate of it all;
 - cost: the turn model's time per call and per minute of speech, and the memory it adds.
 
 Each measure runs in a fresh process. Figures are printed, never asserted. """
@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from assistant.events import TurnJudged
+from assistant.voice.turns import TurnSource
 from benchmarks.busy import one_busy_core
 from benchmarks.turn_trace import FastForwardSpeaker, LoopTrace
 from benchmarks.voice import ANSWER_TOKENS, load_engines, p90, peak_mb
@@ -40,8 +42,8 @@ PARTS = ("end_of_speech_ms", "stt_ms", "first_token_ms", "first_sentence_ms", "f
 # -- the loop under test ------------------------------------------------------------------------
 
 def make_segmenter(mode: str, call_times: list[float]):
-    """The segmenter `parley voice --end-of-turn MODE` builds (silence-1500: a fixed wait of
-    1,500 ms), the turn model's calls timed into `call_times`."""
+    """`parley voice --end-of-turn MODE`'s segmenter (silence-1500: a 1,500 ms wait); the turn
+    model's calls timed into `call_times`."""
     from audio.segmenter import Segmenter, SegmenterSettings
     from audio.turn_policy import TurnPolicy, TurnSettings
 
@@ -63,8 +65,7 @@ def make_segmenter(mode: str, call_times: list[float]):
 
 
 def voice_settings(mode: str):
-    """`smart` is Parley's default; the others as before the words were heard at a pause
-    and a turn could go on in its reply's first moments."""
+    """`smart` is Parley's default; the others as before words counted and turns went on."""
     from assistant.voice.turns import VoiceSettings
 
     return VoiceSettings(turn_words=mode == "smart", continue_turns=mode == "smart")
@@ -94,8 +95,7 @@ def make_loop(engines, segmenter, speaker, settings=None):
 
 
 def ready(loop) -> None:
-    """Wait for the work a fresh loop does before its first turn (the system prompt read
-    ahead: seconds on a busy machine), as Parley has done it by the time anyone speaks."""
+    """Wait for a fresh loop's first work (its system prompt read ahead), as Parley does."""
     if not loop.wait_idle(120):
         raise SystemExit("the voice loop was not ready after 120 s")
 
@@ -103,9 +103,7 @@ def ready(loop) -> None:
 # -- latency ----------------------------------------------------------------------------------
 
 def run_latency(mode: str) -> dict:
-    from assistant.events import TurnJudged
     from assistant.voice.replay import ReplayTurn, replay
-    from assistant.voice.turns import TurnSource
     from audio.memory_out import MemorySpeaker
     from benchmarks.turn_recordings import short_requests
 
@@ -133,7 +131,8 @@ def run_latency(mode: str) -> dict:
             first = record.timings.first_audio_ms
             ear = (None if first is None or end is None else
                    round((record.started + first / 1000 - end.spoken_at) * 1000, 1))
-            heard.append({"heard": record.heard, "timings": record.timings.as_json(), "ear_ms": ear,
+            heard.append({"heard": record.heard, "timings": record.timings.as_json(),
+                          "ear_ms": ear,
                           "scores": [e.event.score for e in record.events
                                      if isinstance(e.event, TurnJudged)]})
         turns.append({"name": request.name, "records": heard})
@@ -191,7 +190,6 @@ def run_paused(mode: str) -> dict:
     import jiwer
 
     from assistant.voice.replay import ReplayTurn, replay
-    from assistant.voice.turns import TurnSource
     from benchmarks.turn_recordings import paused_recordings
 
     engines = load_engines()
