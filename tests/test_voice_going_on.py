@@ -73,7 +73,11 @@ class Room:
             assert time.monotonic() < deadline, "the reply never played"
             self.say(silence(0.03))
             time.sleep(0.002)
-        self.say(silence(seconds))
+        # On a busy machine the reply's thread may note its first audio a few frames after
+        # it began to play: count what has played already, so `seconds` is exact.
+        record = self.loop.records[-1]
+        began = record.started + record.timings["first_audio_ms"] / 1000
+        self.say(silence(max(0.0, seconds - (self.clock.monotonic() - began))))
 
     def finish(self) -> list:
         """Let everything be answered and played, the microphone going on meanwhile; the
