@@ -11,6 +11,11 @@ from tests.support.saved_files import rows
 pytestmark = pytest.mark.real
 
 
+SHORT = ("--answer-tokens", "64")
+"""Short answers: what is proven is where the conversation goes, not what the model says
+(the default allows 1,024 tokens, minutes of SmolLM2 writing on a busy machine)."""
+
+
 def only_the_file(tmp_path: Path, path: Path) -> list[str]:
     """What the traced run changed besides the conversation's file and SQLite's own."""
     beside = [Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")]
@@ -20,7 +25,7 @@ def only_the_file(tmp_path: Path, path: Path) -> list[str]:
 def test_a_saved_chat_writes_its_file_and_nothing_else_and_resumes(tmp_path):
     path = tmp_path / "talk.parley"
     first = run_parley(tmp_path, b"What is the capital of France?\nWhat is 6 times 7?\n",
-                       "chat", "--save", str(path), "--ctx", "2048", trace=True)
+                       "chat", "--save", str(path), "--ctx", "2048", *SHORT, trace=True)
     assert first.returncode == 0, first.stderr.decode()
     assert only_the_file(tmp_path, path) == []
     # The trace saw the file being written: the proof is not blind to it.
@@ -31,7 +36,7 @@ def test_a_saved_chat_writes_its_file_and_nothing_else_and_resumes(tmp_path):
         "user", "assistant", "user", "assistant"]
 
     again = run_parley(tmp_path, b"/history\nAnd of Germany?\n", "chat", "--resume", str(path),
-                       "--ctx", "2048", trace=True)
+                       "--ctx", "2048", *SHORT, trace=True)
     assert again.returncode == 0, again.stderr.decode()
     assert only_the_file(tmp_path, path) == []
     out = again.stdout.decode()

@@ -93,7 +93,10 @@ def test_voice_without_a_microphone_says_why_and_falls_back_to_text_chat(tmp_pat
     # A sound server that is not there: PortAudio then finds no input device.
     env = dict(os.environ, PULSE_SERVER=f"unix:{tmp_path}/no-such-socket",
                PYTHONDONTWRITEBYTECODE="1")
-    result = subprocess.run([sys.executable, "-m", "assistant", "voice", "--ctx", "2048"],
+    # A short answer is enough to show the message was answered (the default allows 1,024
+    # tokens, a minute of SmolLM2 writing on a busy machine).
+    result = subprocess.run([sys.executable, "-m", "assistant", "voice", "--ctx", "2048",
+                             "--answer-tokens", "40"],
                             input=b"Hello!\n", capture_output=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr.decode()
     error = result.stderr.decode().strip().splitlines()

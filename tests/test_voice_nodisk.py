@@ -17,8 +17,9 @@ from tests.support.transcripts import HISTORY_TIME
 pytestmark = pytest.mark.real
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server() -> Iterator[SoundServer]:
+    """One sound server for both sessions: each test starts its own traced `parley`."""
     with running_sound_server(needs_speech_samples=True) as srv:
         yield srv
 

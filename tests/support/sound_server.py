@@ -415,12 +415,15 @@ class SoundServer:
         if self._tap is not None:
             self._tap.close()
             self._tap = None
-        if self._feeder is not None:
-            self._feeder.close()
-            self._feeder = None
+        # The daemon first: while no stream records the microphone PulseAudio stops reading
+        # the FIFO, and the feeder waits in a write until the daemon's end breaks the pipe
+        # (stopped the other way round, each server took 5 s, the feeder's join timeout).
         if self._proc is not None:
             _terminate(self._proc)
         self._proc = None
+        if self._feeder is not None:
+            self._feeder.close()
+            self._feeder = None
         shutil.rmtree(self.root, ignore_errors=True)
 
 
