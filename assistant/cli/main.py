@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         # No PortAudio or no microphone: say why in one line, then text chat.
         problem = input_device_problem(settings.listening)
         if problem is None:
-            return run_voice(args, settings)
+            return run_voice(settings)
         print(f"parley: starting text chat, because voice cannot start: {problem}",
               file=sys.stderr)
     if command == "replay":

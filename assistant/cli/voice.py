@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -38,7 +37,7 @@ def quiet_native_stderr() -> None:
                            errors="backslashreplace")
 
 
-def run_voice(args: argparse.Namespace, settings: Settings) -> int:
+def run_voice(settings: Settings) -> int:
     from audio.devices import find_device
     from audio.playback import Speaker
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from assistant.voice.approval import AnsweredBy
     from assistant.voice.loop import VoiceLoop
     from assistant.voice.turns import VoiceSettings
-    from audio.echo import FarEnd, MicrophoneInput
+    from audio.echo import FarEnd, MicrophoneInput, RoomEcho
     from audio.playback import AudioOutput
     from models.speech import SpeechToText, TextToSpeech
 
@@ -59,10 +59,6 @@ class VoiceSession(Session):
     output: AudioOutput
 
 
-def _loaded_quietly() -> AbstractContextManager[Any]:
-    return nullcontext()
-
-
 @contextmanager
 def chat_session(settings: Settings, warn: Warn, *, idle_summaries: bool = False,
                  clock: Callable[[], float] = time.monotonic) -> Iterator[Session]:
@@ -83,12 +79,12 @@ def chat_session(settings: Settings, warn: Warn, *, idle_summaries: bool = False
 @contextmanager
 def voice_session(settings: Settings, output: Callable[[FarEnd | None], AudioOutput],
                   warn: Warn, *, clock: Callable[[], float] = time.monotonic,
-                  room: Any = None,
+                  room: RoomEcho | None = None,
                   render: Callable[[Event], None] | None = None,
                   keep_records: bool = True, keep_audio: bool = False,
                   adjust: Callable[[VoiceSettings, bool], VoiceSettings] = (
                       lambda chosen, in_real_time: chosen),
-                  loading: Callable[[], AbstractContextManager[Any]] = _loaded_quietly,
+                  loading: Callable[[], AbstractContextManager[Any]] = nullcontext,
                   answered_by: AnsweredBy | None = None) -> Iterator[VoiceSession]:
     """A spoken conversation. `output(far_end)` makes what plays the replies (given where
     the echo canceller hears them, if it runs); `room` adds a simulated room's echo to the

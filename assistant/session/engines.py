@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from assistant import history_tool
 from assistant.conversation import Conversation, ReplySettings
@@ -31,6 +32,7 @@ from models.base import ChatModel, ModelCapabilities
 from models.errors import EngineError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 VOICE_HISTORY_MESSAGES = 400
 """A voice conversation keeps at most this many messages, with the results of its tools
@@ -258,23 +260,25 @@ def load_stt(settings: SpeechSettings):
     """The speech-to-text engine the settings ask for."""
     from models.whisper_stt import WhisperSpeechToText
 
-    started = time.monotonic()
-    try:
-        stt = WhisperSpeechToText(settings.stt_model, threads=settings.stt_threads)
-    except EngineError as exc:
-        raise ModelError(str(exc)) from exc
-    log.debug("loaded speech-to-text in %.2f s", time.monotonic() - started)
-    return stt
+    return _speech_engine("speech-to-text", lambda: WhisperSpeechToText(
+        settings.stt_model, threads=settings.stt_threads))
 
 
 def load_tts(settings: SpeechSettings):
     """The voice the settings ask for."""
     from models.piper_tts import PiperTextToSpeech
 
+    return _speech_engine("the voice", lambda: PiperTextToSpeech(
+        settings.voice, threads=settings.tts_threads))
+
+
+def _speech_engine(what: str, load: Callable[[], T]) -> T:
+    """`load()`, timed in the debug log; an engine that cannot load is a ModelError, whose
+    message already says which flag to pass."""
     started = time.monotonic()
     try:
-        tts = PiperTextToSpeech(settings.voice, threads=settings.tts_threads)
+        engine = load()
     except EngineError as exc:
         raise ModelError(str(exc)) from exc
-    log.debug("loaded the voice in %.2f s", time.monotonic() - started)
-    return tts
+    log.debug("loaded %s in %.2f s", what, time.monotonic() - started)
+    return engine

@@ -93,9 +93,8 @@ class SpokenApproval:
             log.warning("a confirmation was asked for outside a reply; %s was not run",
                         confirmation.tool)
             return Answer(False, "the user could not be asked")
-        turn_log = self.log
-        turn_log.emit(now.record, ConfirmationAsked(confirmation.tool, confirmation.question))
-        asked_at = turn_log.clock()  # a line typed from now answers the question on screen
+        self.log.emit(now.record, ConfirmationAsked(confirmation.tool, confirmation.question))
+        asked_at = self.log.clock()  # a line typed from now answers the question on screen
         now.speech.say(confirmation.question)
         now.speech.wait_played()
         if self.answered_by is not None and not self._stopped(now):
@@ -105,7 +104,7 @@ class SpokenApproval:
             heard = self._listen(now, asked_at)
         outcome = heard.outcome or outcome_of(heard.text or "", confirmation.question)
         answer = answer_for(outcome, heard.text or "")
-        turn_log.emit(now.record, ConfirmationAnswered(confirmation.tool, answer.allowed,
+        self.log.emit(now.record, ConfirmationAnswered(confirmation.tool, answer.allowed,
                                                    heard.text or "", outcome))
         return answer
 
