@@ -79,13 +79,28 @@ def replies_in(child: pexpect.spawn) -> int:
     return sum(text.startswith("assistant: ") for text in full_history(child).values())
 
 
+def ask_until_heard(room: SoundServer, child: pexpect.spawn, question: str) -> None:
+    """Say `question`; said again (once) if Parley heard no words in it, as a user would.
+
+    Once in a full-suite run one of the ten was heard as no words ("unclear"); the cause
+    was not found (not seen again in 11 runs of the first turn and 3 of this test, with two
+    busy processes beside them). It is not what is proved here: that Parley never hears
+    its own voice as the user's words."""
+    while child.expect([r"(?s).+", pexpect.TIMEOUT], timeout=0.2) == 0:
+        pass  # what was shown before: a line there is not about this question
+    for _ in range(2):
+        room.feed(said(question))
+        if child.expect([r"you: ([^\r\n]+)", r"heard no words: (\w+)"], timeout=60) == 0:
+            return
+    raise AssertionError(f"{question!r} said twice was not heard: {child.match.group(1)}")
+
+
 def test_over_ten_turns_parley_never_hears_its_own_voice(room):
     child = spawn_voice(room, "--echo-cancel")
     try:
         for number, question in enumerate(QUESTIONS, start=1):
             recording = room.record_monitor()
-            room.feed(said(question))
-            child.expect(r"you: ([^\r\n]+)", timeout=60)
+            ask_until_heard(room, child, question)
             wait_until_speaking(recording)
             # The whole reply written (however slowly), then spoken to its end.
             deadline = time.monotonic() + 120

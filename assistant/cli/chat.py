@@ -47,7 +47,9 @@ class ChatSession:
         self.stdin = stdin
         """Where piped messages come from: a confirmation's answer is the next line."""
         self._cancel: CancelToken | None = None
-        self._between_turns = BetweenTurns(conversation)
+        # Piped lines are there at once (or the input has ended): a prompt read ahead
+        # would be read again by the reply, or, after the last line, only waited for.
+        self._between_turns = BetweenTurns(conversation, prepare=interactive)
         """The work done while the user types: the summary (if the conversation was built
         to write it between turns: at a terminal), then the next prompt's beginning."""
         self._idle_outcomes: list[Event] = []
@@ -182,6 +184,5 @@ class ChatSession:
         """One model, one user at a time: before a reply, stop the summary being written
         between turns (the reply goes on with the last one; the next idle time tries again)
         and wait for the model's current step, or for the prompt being prepared, which the
-        reply would read anyway. Piped input writes no summary between lines: there the
-        next line waits for the preparation, as before."""
+        reply would read anyway. Piped input does no work between lines."""
         self._between_turns.finish(stop=self.interactive)
