@@ -12,7 +12,7 @@ from assistant.serve.conversations import Conversations, ConversationsBusy, conv
 from assistant.serve.engines import Engines
 from assistant.serve.live import TranscriptChunks, WordsSoFar
 from assistant.serve.wire import MAX_DATA_BYTES, MAX_LINE_BYTES, ClientError, read_event
-from models.speech import TextToSpeech, Transcript
+from models.speech import SpokenAudio, TextToSpeech, Transcript
 from tests.support.clocks import ManualClock
 
 
@@ -134,7 +134,7 @@ class RecordingVoice(TextToSpeech):
     def synthesize(self, text: str):
         time.sleep(0.02)
         self.spoken.append(text)
-        yield np.zeros(160, np.int16)
+        yield SpokenAudio(np.zeros(160, np.int16), self.sample_rate, text)
 
 
 def test_two_clients_long_texts_take_turns_a_sentence_at_a_time():
