@@ -32,7 +32,6 @@ import statistics
 import time
 
 import numpy as np
-import soxr
 
 from audio.echo import FRAME, EchoCanceller
 from audio.echo_probe import EchoProbe, Verdict
@@ -46,6 +45,7 @@ from audio.segmenter import (
 from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector, find_wake_word
 from tests.support import espeak
 from tests.support import speech_samples as samples
+from tests.support.spoken import speech_at
 
 RATE = 16000
 BLOCK = 480
@@ -66,8 +66,7 @@ def parley_replies() -> list[np.ndarray]:
     from models.piper_tts import PiperTextToSpeech
 
     tts = PiperTextToSpeech(None)
-    return [soxr.resample(np.concatenate(list(tts.synthesize(text))), tts.sample_rate,
-                          RATE).astype(np.float64) for text in REPLIES]
+    return [speech_at(tts, text, RATE).astype(np.float64) for text in REPLIES]
 
 
 def room_response(gain_db: float, reverberant: bool) -> np.ndarray:

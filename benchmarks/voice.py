@@ -183,12 +183,12 @@ def bench_tts() -> None:
         firsts, factors = [], []
         for sentence in SENTENCES:
             start = time.perf_counter()
-            audio = 0
+            audio = 0.0
             for chunk in tts.synthesize(sentence):
                 if audio == 0:
                     firsts.append(time.perf_counter() - start)
-                audio += len(chunk)
-            factors.append((time.perf_counter() - start) / (audio / tts.sample_rate))
+                audio += chunk.seconds
+            factors.append((time.perf_counter() - start) / audio)
         print(f"  {threads} thread{'s' if threads > 1 else ' '}: first audio median "
               f"{statistics.median(firsts) * 1000:.0f} ms, real-time factor median "
               f"{statistics.median(factors):.3f}")

@@ -22,11 +22,11 @@ import time
 from collections.abc import Iterator
 
 import numpy as np
-import soxr
 
 from audio.wakeword import OVER_OWN_VOICE_CUTOFF, WakeWordDetector, wake_words
 from tests.support import espeak
 from tests.support import speech_samples as samples
+from tests.support.spoken import speech_at
 
 RATE = 16000
 SPEEDS = (130, 160, 190)
@@ -72,8 +72,7 @@ def piper_clips(texts: list[str]) -> list[np.ndarray]:
     from models.piper_tts import PiperTextToSpeech
 
     tts = PiperTextToSpeech(None)
-    return [soxr.resample(np.concatenate(list(tts.synthesize(text))), tts.sample_rate,
-                          RATE).astype(np.int16) for text in texts]
+    return [speech_at(tts, text, RATE).astype(np.int16) for text in texts]
 
 
 def positives(phrase: str) -> Iterator[tuple[str, np.ndarray]]:

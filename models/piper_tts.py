@@ -8,12 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from models.embedded import EmbeddedModelMissing, default_voice
 from models.onnx import onnxruntime_quietly, quiet_session_options
 from models.pieces import MAX_PIECE_PHONEMES, MAX_PIECE_WORDS, phoneme_runs, speech_pieces
-from models.speech import SpeechEngineError, TextToSpeech
+from models.speech import SpeechEngineError, SpokenAudio, TextToSpeech
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +39,7 @@ def _bounded_voice_class(piper_voice: type, max_phonemes: int) -> type:
 
 
 class PiperTextToSpeech(TextToSpeech):
-    """A Piper (VITS, ONNX) voice; `synthesize` yields int16 mono audio per sentence."""
+    """A Piper (VITS, ONNX) voice; `synthesize` yields its audio a sentence at a time."""
 
     name = "piper"
 
@@ -119,17 +117,17 @@ class PiperTextToSpeech(TextToSpeech):
         return _bounded_voice_class(PiperVoice, max_phonemes)(session=session,
                                                               config=piper_config)
 
-    def synthesize(self, text: str) -> Iterator[np.ndarray]:
+    def synthesize(self, text: str) -> Iterator[SpokenAudio]:
         if not text.strip():
             return
         # Piper reads "[[ ... ]]" as raw phonemes; a reply quoting a nested list is text.
-        text = text.replace("[[", "[ [").replace("]]", "] ]")
+        said = text.replace("[[", "[ [").replace("]]", "] ]")
         try:
-            for piece in speech_pieces(text, self.max_piece_words):
+            for piece in speech_pieces(said, self.max_piece_words):
                 for chunk in self._voice.synthesize(piece, syn_config=self._syn_config):
                     audio = chunk.audio_int16_array
                     if audio.size:
-                        yield audio
+                        yield SpokenAudio(audio, chunk.sample_rate, text)
         except Exception as error:
             # Broad on purpose: onnxruntime's errors derive from Exception alone (besides,
             # Piper's espeak-ng bridge raises RuntimeError and Piper itself ValueError).

@@ -9,7 +9,6 @@ import time
 
 import numpy as np
 import pytest
-import soxr
 
 from assistant.session.engines import microphone_input, voice_settings
 from assistant.session.settings import ListeningSettings
@@ -25,6 +24,7 @@ from audio.echo import (
 from audio.memory_out import MemorySpeaker
 from audio.segmenter import ECHO_CANCELLED_FLOOR_DBFS
 from tests.support import speech_samples as samples
+from tests.support.spoken import speech_at
 
 RATE = 16000
 
@@ -92,10 +92,8 @@ def parley_speaking() -> np.ndarray:
     from models.piper_tts import PiperTextToSpeech
 
     tts = PiperTextToSpeech(None)
-    pcm = np.concatenate(list(tts.synthesize(
-        "Sure. It is a quarter past three, and your tea timer has four minutes left. "
-        "Is there anything else I can do for you?")))
-    return soxr.resample(pcm, tts.sample_rate, RATE).astype(np.int16)
+    return speech_at(tts, "Sure. It is a quarter past three, and your tea timer has four "
+                     "minutes left. Is there anything else I can do for you?", RATE)
 
 
 @pytest.mark.real

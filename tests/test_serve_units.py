@@ -1,5 +1,6 @@
-"""The server's parts around the engines: reading events with limits (assistant.serve.wire)
-and keeping conversations by id (assistant.serve.conversations)."""
+"""The server's parts around the engines: reading events with limits (assistant.serve.wire),
+keeping conversations by id (assistant.serve.conversations), and the format of the speech
+it sends (assistant.serve.connection)."""
 
 import asyncio
 import json
@@ -7,12 +8,16 @@ import time
 
 import numpy as np
 import pytest
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 
+from assistant.serve.connection import Connection
 from assistant.serve.conversations import Conversations, ConversationsBusy, conversation_id
 from assistant.serve.engines import Engines
 from assistant.serve.live import TranscriptChunks, WordsSoFar
+from assistant.serve.service import Service
 from assistant.serve.wire import MAX_DATA_BYTES, MAX_LINE_BYTES, ClientError, read_event
-from models.speech import TextToSpeech, Transcript
+from models.speech import SpokenAudio, TextToSpeech, Transcript
 from tests.support.clocks import ManualClock
 
 
@@ -134,7 +139,7 @@ class RecordingVoice(TextToSpeech):
     def synthesize(self, text: str):
         time.sleep(0.02)
         self.spoken.append(text)
-        yield np.zeros(160, np.int16)
+        yield SpokenAudio(np.zeros(160, np.int16), self.sample_rate, text)
 
 
 def test_two_clients_long_texts_take_turns_a_sentence_at_a_time():
@@ -256,3 +261,66 @@ def test_with_live_transcripts_off_a_transcription_is_its_transcript_alone():
     during, after = streamed(None, 0.0, [5], "he was not an ill disposed young man",
                              each_s=5.0)
     assert during == [] and after == []
+
+
+# -- speech out -----------------------------------------------------------------------------
+
+class QuarterSecondVoice(TextToSpeech):
+    """A stand-in voice whose audio comes at 24 kHz, a quarter second per sentence; its
+    `sample_rate` (the default 22050) is not what its audio says."""
+
+    def synthesize(self, text: str):
+        if text.strip():
+            yield SpokenAudio(np.full(6000, 100, np.int16), 24000, text)
+
+
+class SentEvents(Connection):
+    """A connection that keeps what it would send, for a client that is not there."""
+
+    def __init__(self, service: Service) -> None:
+        super().__init__(service, None, None)  # type: ignore[arg-type]
+        self.sent: list = []
+
+    async def send(self, event) -> None:
+        self.sent.append(event)
+
+
+def spoken(*events) -> list:
+    engines = Engines(stt=None, tts=QuarterSecondVoice())  # type: ignore[arg-type]
+    service = Service(engines, None, "voice", None)  # type: ignore[arg-type]
+    connection = SentEvents(service)
+
+    async def go() -> None:
+        for event in events:
+            await connection.handle(event.event())
+
+    try:
+        asyncio.run(go())
+    finally:
+        engines.close()
+    return connection.sent
+
+
+def test_speech_is_sent_at_the_rate_its_audio_came_at():
+    sent = spoken(Synthesize(text="One sentence. And another."))
+    start = AudioStart.from_event(sent[0])
+    chunks = [AudioChunk.from_event(e) for e in sent if AudioChunk.is_type(e.type)]
+    assert (start.rate, start.width, start.channels) == (24000, 2, 1)
+    assert {chunk.rate for chunk in chunks} == {24000}
+    assert sum(len(chunk.audio) for chunk in chunks) == 2 * 6000 * 2  # two sentences
+    assert AudioStop.is_type(sent[-1].type)
+
+
+def test_streamed_text_gets_one_audio_start_before_its_first_audio():
+    sent = spoken(SynthesizeStart(), SynthesizeChunk(text="The first sentence. The "),
+                  SynthesizeChunk(text="second one."), SynthesizeStop())
+    kinds = [event.type for event in sent]
+    assert kinds[0] == "audio-start" and kinds.count("audio-start") == 1, kinds
+    assert AudioStart.from_event(sent[0]).rate == 24000
+    assert kinds[-2:] == ["audio-stop", "synthesize-stopped"], kinds
+
+
+def test_text_with_nothing_to_say_gets_empty_audio_at_the_voice_s_rate():
+    sent = spoken(Synthesize(text="   "))
+    assert [event.type for event in sent] == ["audio-start", "audio-stop"]
+    assert AudioStart.from_event(sent[0]).rate == QuarterSecondVoice.sample_rate

@@ -12,10 +12,10 @@ from pathlib import Path
 import jiwer
 import numpy as np
 import pytest
-import soxr
 
-from models.speech import STT_SAMPLE_RATE, SpeechEngineError, Transcript
+from models.speech import STT_SAMPLE_RATE, SpeechEngineError, SpokenAudio, Transcript
 from tests.support import speech_samples
+from tests.support.spoken import speech_at
 
 RATE = STT_SAMPLE_RATE
 real = pytest.mark.real
@@ -72,10 +72,8 @@ def breathing(level_dbfs: float = -30, seconds: float = 3, seed: int = 2) -> np.
 
 
 def piper_speech_16k(tts, text: str) -> np.ndarray:
-    audio = np.concatenate(list(tts.synthesize(text)))
     pause = np.zeros(RATE // 2, dtype=np.int16)
-    speech = soxr.resample(audio, tts.sample_rate, RATE).astype(np.int16)
-    return np.concatenate([pause, speech, pause])
+    return np.concatenate([pause, speech_at(tts, text, RATE), pause])
 
 
 # --- speech-to-text ---------------------------------------------------------------------
@@ -98,7 +96,7 @@ def test_piper_speaks_the_same_sentences_the_same_way_each_session():
 
     def session() -> list[bytes]:
         voice = PiperTextToSpeech()
-        return [np.concatenate(list(voice.synthesize(text))).tobytes()
+        return [SpokenAudio.joined(voice.synthesize(text)).pcm.tobytes()
                 for text in ("Hello there.", "Hello there.", "It is six o'clock.")]
 
     first, second = session(), session()
@@ -253,10 +251,11 @@ def test_piper_yields_one_int16_chunk_per_sentence(tts):
     assert tts.sample_rate == 22050
     assert len(chunks) == 3
     for chunk in chunks:
-        assert chunk.dtype == np.int16 and chunk.ndim == 1
+        assert chunk.pcm.dtype == np.int16 and chunk.pcm.ndim == 1
+        assert chunk.sample_rate == 22050 and chunk.text == text
         # Four to six words each, at a normal speaking rate.
-        assert 0.6 < chunk.size / tts.sample_rate < 4.0
-        assert np.abs(chunk).max() > 3000
+        assert 0.6 < chunk.seconds < 4.0
+        assert np.abs(chunk.pcm).max() > 3000
     assert list(tts.synthesize("  \n ")) == []
 
 
@@ -268,7 +267,7 @@ def test_piper_speaks_a_long_sentence_in_pieces_that_start_sooner(tts):
                 "planet, and it is home to countless creatures, large and small, from whales "
                 "to plankton.")
     chunks = list(tts.synthesize(sentence))
-    seconds = [chunk.size / tts.sample_rate for chunk in chunks]
+    seconds = [chunk.seconds for chunk in chunks]
     assert len(chunks) == 4
     assert seconds[0] < sum(seconds) / 3
     assert 7.0 < sum(seconds) < 14.0  # 32 words at a speaking pace
@@ -286,7 +285,7 @@ def test_piper_speaks_a_web_address_in_bounded_runs_and_says_all_of_it(tts):
     passes = [len(run) for run in tts._voice.phonemize(sentence)]
     assert len(passes) >= 3 and max(passes) <= MAX_PIECE_PHONEMES
     chunks = list(tts.synthesize(sentence))
-    seconds = [chunk.size / tts.sample_rate for chunk in chunks]
+    seconds = [chunk.seconds for chunk in chunks]
     assert len(chunks) >= 3 and max(seconds) < 8.0
     assert sum(seconds) > 12.0  # all of it is still said
 

@@ -3,6 +3,8 @@
 from dataclasses import fields
 from types import SimpleNamespace
 
+import numpy as np
+
 from assistant.conversation import Conversation
 from assistant.events import Heard, Interrupted, Spoken, SummaryStarted
 from assistant.tools import builtin_tools
@@ -13,8 +15,10 @@ from assistant.voice.turns import (
     TurnRecord,
     TurnSource,
     TurnTimings,
+    first_seconds,
     heard_events,
 )
+from models.speech import SpokenAudio
 from tests.support.fakes import ScriptedChatModel
 
 
@@ -57,6 +61,17 @@ def test_a_stopped_reply_keeps_the_sentences_that_had_begun_to_play():
     kept = heard_events(events, spoken_seconds=1.5)
     assert [timed.event for timed in kept] == [
         Heard("hi"), Spoken("One.", 1.0), Spoken("Two.", 1.0), Interrupted(1.5, "One. Two.")]
+
+
+def test_the_audio_kept_of_a_stopped_reply_is_what_played_at_each_chunk_s_rate():
+    """--audio-out writes what was heard: 1.5 s of a second at 16 kHz then one at 8 kHz."""
+    chunks = [SpokenAudio(np.ones(16000, np.int16), 16000, "One."),
+              SpokenAudio(np.ones(8000, np.int16), 8000, "Two."),
+              SpokenAudio(np.ones(8000, np.int16), 8000, "Three.")]
+    kept = first_seconds(chunks, 1.5)
+    assert [(len(c.pcm), c.sample_rate, c.text) for c in kept] == [(16000, 16000, "One."),
+                                                                   (4000, 8000, "Two.")]
+    assert first_seconds(chunks, 0.0) == []
 
 
 def test_replay_json_numbers_the_parts_of_a_turn_heard_in_parts():

@@ -171,7 +171,7 @@ def test_barge_in_stops_the_reply_and_keeps_what_was_heard():
     assert heard_over_the_user * 1000 == pytest.approx(first.timings.barge_in_detect_ms,
                                                        abs=30 + 10)  # a frame, and rounding
     # What --audio-out would write is what was heard, not all that was synthesized.
-    kept = sum(len(chunk) for chunk in first.audio) / RATE
+    kept = sum(chunk.seconds for chunk in first.audio)
     assert kept == pytest.approx(first.spoken_seconds, abs=0.02)
     assert second.heard == SCRIPT[STOP]
     # The completed reply is kept, saying what the user heard of it.

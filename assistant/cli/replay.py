@@ -60,7 +60,6 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
 
         produced = replay(loop, turns, fast=args.fast, skip=skip,
                           microphone=session.microphone, answers=answers)
-        tts = session.tts
     document = session_json(loop, turns, produced)
     text = json.dumps(document, ensure_ascii=False, indent=2)
     try:
@@ -69,7 +68,7 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(text)
         if args.audio_out is not None:
-            write_spoken_audio(args.audio_out, produced, tts.sample_rate)
+            write_spoken_audio(args.audio_out, produced)
     except OSError as exc:
         print(f"parley: cannot write the replay's output ({exc}); check the path.",
               file=sys.stderr)
@@ -77,13 +76,13 @@ def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def write_spoken_audio(folder: Path, produced, sample_rate: int) -> None:
-    import numpy as np
-
+def write_spoken_audio(folder: Path, produced) -> None:
     from audio.files import write_wav
+    from models.speech import SpokenAudio
 
     folder.mkdir(parents=True, exist_ok=True)
     for number, records in enumerate(produced, start=1):
         chunks = [chunk for record in records for chunk in record.audio]
         if chunks:
-            write_wav(folder / f"turn-{number:03d}.wav", np.concatenate(chunks), sample_rate)
+            turn = SpokenAudio.joined(chunks)
+            write_wav(folder / f"turn-{number:03d}.wav", turn.pcm, turn.sample_rate)

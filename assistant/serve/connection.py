@@ -102,7 +102,8 @@ class Connection:
         """The audio coming in was refused (told once): its other chunks are ignored."""
         self.streaming: SentenceSplitter | None = None
         """Text arriving with synthesize-chunk, split into sentences as it comes."""
-        self.stream_started = False
+        self.audio_started = False
+        """audio-start was sent for the speech being sent now."""
 
     async def send(self, event: WyomingEvent) -> None:
         await write_event(self.writer, event)
@@ -162,7 +163,7 @@ class Connection:
                 await self.synthesize(text_field(data, "text", "synthesize"), data)
         elif SynthesizeStart.is_type(kind):
             self.check_voice(data)
-            self.streaming, self.stream_started = SentenceSplitter(), False
+            self.streaming, self.audio_started = SentenceSplitter(), False
         elif SynthesizeChunk.is_type(kind):
             await self.stream_chunk(text_field(data, "text", "synthesize-chunk"))
         elif SynthesizeStop.is_type(kind):
@@ -235,45 +236,45 @@ class Connection:
 
     async def synthesize(self, text: str, data: dict) -> None:
         self.check_voice(data)
-        started = time.monotonic()
-        await self.start_audio()
+        started, self.audio_started = time.monotonic(), False
         await self.speak(text)
-        await self.send(AudioStop().event())
+        await self.stop_audio()
         log.debug("text-to-speech: %d characters in %.0f ms", len(text),
                   (time.monotonic() - started) * 1000)
 
-    async def start_audio(self) -> None:
-        rate = self.service.engines.tts.sample_rate
-        await self.send(AudioStart(rate=rate, width=2, channels=1).event())
+    async def start_audio(self, rate: int) -> None:
+        """audio-start, once per reply, in the format of its first audio."""
+        if not self.audio_started:
+            self.audio_started = True
+            await self.send(AudioStart(rate=rate, width=2, channels=1).event())
+
+    async def stop_audio(self) -> None:
+        # Text with nothing to say still gets its (empty) audio, at the voice's rate.
+        await self.start_audio(self.service.engines.tts.sample_rate)
+        self.audio_started = False
+        await self.send(AudioStop().event())
 
     async def speak(self, text: str) -> None:
-        rate = self.service.engines.tts.sample_rate
         async for audio in self.service.engines.synthesize(text):
-            for start in range(0, len(audio), SAMPLES_PER_CHUNK):
-                piece = audio[start:start + SAMPLES_PER_CHUNK].astype("<i2").tobytes()
-                await self.send(AudioChunk(rate=rate, width=2, channels=1, audio=piece).event())
+            await self.start_audio(audio.sample_rate)
+            for start in range(0, len(audio.pcm), SAMPLES_PER_CHUNK):
+                piece = audio.pcm[start:start + SAMPLES_PER_CHUNK].astype("<i2").tobytes()
+                await self.send(AudioChunk(rate=audio.sample_rate, width=2, channels=1,
+                                           audio=piece).event())
 
     async def stream_chunk(self, text: str) -> None:
         if self.streaming is None:
             raise bad_request("synthesize-chunk came without synthesize-start.")
         for sentence in self.streaming.feed(text):
-            await self.stream_sentence(sentence)
-
-    async def stream_sentence(self, sentence: str) -> None:
-        if not self.stream_started:
-            self.stream_started = True
-            await self.start_audio()
-        await self.speak(sentence)
+            await self.speak(sentence)
 
     async def stream_stop(self) -> None:
         splitter, self.streaming = self.streaming, None
         if splitter is None:
             raise bad_request("synthesize-stop came without synthesize-start.")
         for sentence in splitter.finish():
-            await self.stream_sentence(sentence)
-        if not self.stream_started:
-            await self.start_audio()
-        await self.send(AudioStop().event())
+            await self.speak(sentence)
+        await self.stop_audio()
         await self.send(SynthesizeStopped().event())
 
     # -- conversation -------------------------------------------------------------------

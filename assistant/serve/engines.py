@@ -25,7 +25,7 @@ from assistant.conversation import Conversation
 from assistant.events import Error, Event, ReplyDone, Summarized, SummaryFailed
 from assistant.sentences import split_sentences
 from models.base import CancelToken
-from models.speech import SpeechToText, TextToSpeech, Transcript
+from models.speech import SpeechToText, SpokenAudio, TextToSpeech, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,8 @@ class Engines:
     async def transcribe(self, pcm: np.ndarray) -> Transcript:
         return await self._run("stt", lambda: self.stt.transcribe(pcm))
 
-    async def synthesize(self, text: str) -> AsyncIterator[np.ndarray]:
-        """The voice's int16 audio for `text`, a sentence at a time."""
+    async def synthesize(self, text: str) -> AsyncIterator[SpokenAudio]:
+        """The voice's audio for `text`, a sentence at a time."""
         for sentence in split_sentences(text):
             if self.closing:
                 return

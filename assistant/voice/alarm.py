@@ -5,17 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import numpy as np
-
 from assistant.events import Event, ReplyDone, Sentence
 from assistant.timers import Timer, finished_event
 from assistant.voice.turn_log import TurnLog
 from assistant.voice.turns import TurnRecord, VoiceSettings
 from audio.chime import chime
 from models.base import CancelToken
+from models.speech import SpokenAudio
 
 Answer = Callable[[Callable[[Event], None], CancelToken], ReplyDone | None]
-Speak = Callable[[TurnRecord, Answer, np.ndarray], None]
+Speak = Callable[[TurnRecord, Answer, SpokenAudio], None]
 """Says what an answer produces, after a sound (the reply worker's `speak`)."""
 
 
@@ -28,6 +27,7 @@ class Ringer:
         self.settings = settings
         self.log = log
         self.sample_rate = sample_rate
+        """The voice's rate, for the chime (made before any speech)."""
         self.speak = speak
         self.answered_since = answered_since
 
@@ -44,7 +44,7 @@ class Ringer:
         for number in range(self.settings.ring_times):
             if number and not self._unanswered_for(self.settings.ring_gap_s, since):
                 return
-            self.speak(record, announce, chime(self.sample_rate))
+            self.speak(record, announce, SpokenAudio(chime(self.sample_rate), self.sample_rate))
             if record.interrupted:
                 return
 

@@ -14,8 +14,6 @@ import logging
 import threading
 from concurrent.futures import CancelledError
 
-import numpy as np
-
 from assistant.between_turns import BetweenTurns
 from assistant.conversation import Conversation
 from assistant.events import (
@@ -53,14 +51,14 @@ from assistant.voice.turns import (
     TurnRecord,
     TurnSource,
     VoiceSettings,
-    first_samples,
+    first_seconds,
     heard_events,
 )
 from audio.playback import AudioOutput
 from audio.segmenter import Segmenter
 from models.base import CancelToken
 from models.errors import EngineError
-from models.speech import TextToSpeech, Transcript
+from models.speech import SpokenAudio, TextToSpeech, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -278,7 +276,7 @@ class ReplyWorker:
 
     # -- speaking ----------------------------------------------------------------------------
 
-    def speak(self, record: TurnRecord, answer: Answer, sound: np.ndarray | None = None,
+    def speak(self, record: TurnRecord, answer: Answer, sound: SpokenAudio | None = None,
               speculation: Speculation | None = None,
               conversation: Conversation | None = None) -> None:
         """Speak what `answer` produces, sentence by sentence (after `sound`, if any); with
@@ -356,8 +354,7 @@ class ReplyWorker:
         if speech.stopped:  # sentences synthesized ahead but never heard were not spoken
             record.events = heard_events(record.events, speech.spoken_seconds)
         if speech.stopped and record.audio:  # keep only the audio that was actually heard
-            record.audio = first_samples(record.audio,
-                                          round(speech.spoken_seconds * self.tts.sample_rate))
+            record.audio = first_seconds(record.audio, speech.spoken_seconds)
         if record.continued:
             self.log.emit(record, TurnContinued(record.spoken_seconds))
             return

@@ -9,8 +9,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from assistant.errors import AssistantError
 from assistant.events import Stage
 from assistant.voice.turns import TurnRecord
@@ -18,7 +16,7 @@ from assistant.workers import Worker
 from audio.errors import AudioError
 from models.base import CancelToken
 from models.errors import EngineError
-from models.speech import TextToSpeech
+from models.speech import SpokenAudio, TextToSpeech
 
 log = logging.getLogger(__name__)
 FLOOR_WAIT_S = 25.0
@@ -50,9 +48,9 @@ class Say:
 
 @dataclass(frozen=True)
 class Sound:
-    """A sound (a timer's chime), at the voice's rate."""
+    """A sound (a timer's chime)."""
 
-    pcm: np.ndarray
+    audio: SpokenAudio
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class SpokenReply:
         cancel: CancelToken,
         on_sentence: Callable[[SpokenSentence], None] | None = None,
         on_error: Callable[[str], None] | None = None,
-        on_audio: Callable[[np.ndarray], None] | None = None,
+        on_audio: Callable[[SpokenAudio], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         user_speaking: Callable[[], bool] | None = None,
     ) -> None:
@@ -115,9 +113,9 @@ class SpokenReply:
     def say(self, sentence: str) -> None:
         self._queue.put(Say(sentence))
 
-    def play_sound(self, pcm: np.ndarray) -> None:
-        """A sound (a timer's chime) in turn with the sentences, at the voice's rate."""
-        self._queue.put(Sound(pcm))
+    def play_sound(self, sound: SpokenAudio) -> None:
+        """A sound (a timer's chime) in turn with the sentences."""
+        self._queue.put(Sound(sound))
 
     def close(self) -> None:
         """No more sentences will come."""
@@ -207,8 +205,8 @@ class SpokenReply:
                 case Mark():  # `wait_played`: what came before is out
                     step.reached.set()
                 case Sound():
-                    self.output.play(step.pcm, self.tts.sample_rate)
-                    self.on_audio(step.pcm)
+                    self.output.play(step.audio.pcm, step.audio.sample_rate)
+                    self.on_audio(step.audio)
                 case Say():
                     try:
                         if not self._speak(step.text):
@@ -227,7 +225,7 @@ class SpokenReply:
         for chunk in self.tts.synthesize(text):
             if self.stopped or self.cancel.cancelled:
                 return False
-            seconds = len(chunk) / self.tts.sample_rate
+            seconds = chunk.seconds
             log.debug("synthesized %.2f s of audio for %d characters in %.0f ms",
                       seconds, len(text), (self.clock() - started) * 1000)
             if self.first_audio_at is None:
@@ -235,7 +233,7 @@ class SpokenReply:
                 if self.stopped or self.cancel.cancelled:
                     return False
                 self.first_audio_at = self.clock()
-            self.output.play(chunk, self.tts.sample_rate)
+            self.output.play(chunk.pcm, chunk.sample_rate)
             self.on_audio(chunk)
             if spoken is None:  # a sentence may come back in several chunks
                 spoken = SpokenSentence(text, seconds)

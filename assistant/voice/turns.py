@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-import numpy as np
-
 from assistant.events import Event, Spoken
+from models.speech import SpokenAudio
 
 FIRST_AUDIO_WAIT_S = 3.0
 """At most this long the model waits for the first sentence's audio."""
@@ -199,7 +198,7 @@ class TurnRecord:
     """What undoes the changes its reply made at once (a timer it started), should the
     turn be taken back."""
     finished: threading.Event = field(default_factory=threading.Event, repr=False)
-    audio: list[np.ndarray] = field(default_factory=list, repr=False)
+    audio: list[SpokenAudio] = field(default_factory=list, repr=False)
     """The reply's audio, kept only for `parley replay --audio-out`."""
     idle: list[TimedEvent] = field(default_factory=list)
     """Events of the work after this turn's reply, before the next turn (the summary
@@ -209,13 +208,16 @@ class TurnRecord:
         return self.timings.first_audio_ms is not None
 
 
-def first_samples(chunks: list[np.ndarray], count: int) -> list[np.ndarray]:
-    kept: list[np.ndarray] = []
+def first_seconds(chunks: list[SpokenAudio], seconds: float) -> list[SpokenAudio]:
+    """The audio of the first `seconds` of `chunks` (what was heard of a stopped reply),
+    each chunk cut at its own rate."""
+    kept: list[SpokenAudio] = []
     for chunk in chunks:
+        count = round(seconds * chunk.sample_rate)
         if count <= 0:
             break
-        kept.append(chunk[:count])
-        count -= len(chunk)
+        kept.append(replace(chunk, pcm=chunk.pcm[:count]))
+        seconds -= chunk.seconds
     return kept
 
 

@@ -23,7 +23,7 @@ from models.base import (
     ToolSpec,
     UsageChunk,
 )
-from models.speech import SpeechToText, TextToSpeech, Transcript
+from models.speech import SpeechToText, SpokenAudio, TextToSpeech, Transcript
 from models.toolcalls import ToolCallScanner
 from tests.support.clocks import HUNG_S
 
@@ -203,7 +203,8 @@ class ToneTextToSpeech(TextToSpeech):
         self.spoken.append(text)
         count = int(len(text) * self.ms_per_char * self.sample_rate / 1000)
         t = np.arange(count) / self.sample_rate
-        yield (np.sin(2 * np.pi * 330 * t) * 2000).astype(np.int16)
+        yield SpokenAudio((np.sin(2 * np.pi * 330 * t) * 2000).astype(np.int16),
+                          self.sample_rate, text)
 
 
 class HearsWordsInAnything(SpeechToText):
