@@ -27,12 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from assistant.conversation import Conversation, ReplySettings
+from assistant.conversation import Conversation
 from assistant.events import ReplyDone
-from assistant.timer_tool import timer_tool
+from assistant.session.builder import chat_session
+from assistant.session.engines import Loaded
+from assistant.session.settings import Settings
 from assistant.timers import Timers
-from assistant.tools import builtin_tools
-from benchmarks.voice import p90, replay_loop
+from benchmarks.voice import p90, replay_session, replay_settings, warn
 from tests.support.parrot_questions import FACTS, OPEN, PARROT_QUESTIONS
 
 ANSWER_TOKENS = 64
@@ -102,13 +103,10 @@ OPEN_QUESTIONS = ["Tell me something about the moon.", "What is a good name for 
                   "Give me a tip for sleeping better.", "Why is the sea salty?"]
 
 
-def conversation(model, local: bool, timers: Timers, **settings) -> Conversation:
-    from assistant.local.answers import LocalIntents
-
-    tools = builtin_tools()
-    tools.register(timer_tool(timers))
-    return Conversation(model, tools, ReplySettings(answer_tokens=ANSWER_TOKENS, **settings),
-                        local=LocalIntents() if local else None)
+def settings(local: bool, **model) -> Settings:
+    """Parley's settings with short answers, with local intents or the model alone
+    (`--no-local-intents`); `model`: other ModelSettings."""
+    return replay_settings(ANSWER_TOKENS, local_intents=local, **model)
 
 
 def reply_text(talk: Conversation, text: str) -> str:
@@ -118,26 +116,21 @@ def reply_text(talk: Conversation, text: str) -> str:
 
 # -- requests: typed and spoken, right of total ---------------------------------------------
 
-def spoken_requests(engines, local: bool) -> tuple[list, Timers]:
+def spoken_requests(engines, local: bool) -> list:
     """Each request said by Piper and replayed through the voice loop at real-time pace."""
     from assistant.voice.replay import ReplayTurn, replay
     from tests.support.spoken import spoken_clip
 
-    timers = Timers(background=False)
-    loop = replay_loop(conversation(engines[0], local, timers), engines)
     tts = engines[2]
     session = [ReplayTurn(n, pcm=spoken_clip(tts, r.text)) for n, r in enumerate(REQUESTS, 1)]
     verdicts = []
-    try:
+    with replay_session(engines, settings(local)) as built:
         # One turn at a time, so each is judged against the timers right after it.
         for turn, request in zip(session, REQUESTS, strict=True):
-            records = [r for group in replay(loop, [turn], fast=False) for r in group]
+            records = [r for group in replay(built.loop, [turn], fast=False) for r in group]
             reply = " ".join(r.reply for r in records)
-            verdicts.append((request, request.right(reply, timers), records))
-    finally:
-        loop.close()
-        timers.close()
-    return verdicts, timers
+            verdicts.append((request, request.right(reply, built.timers), records))
+    return verdicts
 
 
 def bench_requests(engines) -> dict[str, list[float]]:
@@ -146,13 +139,12 @@ def bench_requests(engines) -> dict[str, list[float]]:
     latencies: dict[str, list[float]] = {"local": [], "model": []}
     misses: list[str] = []
     for local in (False, True):
-        timers = Timers(background=False)
-        talk = conversation(llm, local, timers)
-        for request in REQUESTS:
-            right = request.right(reply_text(talk, request.text), timers)
-            table.setdefault((request.kind, "typed", local), []).append(right)
-        timers.close()
-        verdicts, _ = spoken_requests(engines, local)
+        with chat_session(settings(local), warn, loaded=Loaded(llm)) as typed:
+            for request in REQUESTS:
+                right = request.right(reply_text(typed.conversation, request.text),
+                                      typed.timers)
+                table.setdefault((request.kind, "typed", local), []).append(right)
+        verdicts = spoken_requests(engines, local)
         for request, right, records in verdicts:
             table.setdefault((request.kind, "spoken", local), []).append(right)
             if local and not right:
@@ -189,15 +181,10 @@ def bench_latency(engines, latencies: dict[str, list[float]]) -> None:
     from assistant.voice.replay import ReplayTurn, replay
     from tests.support.spoken import spoken_clip
 
-    timers = Timers(background=False)
-    loop = replay_loop(conversation(engines[0], True, timers), engines)
     tts = engines[2]
     session = [ReplayTurn(n, pcm=spoken_clip(tts, q)) for n, q in enumerate(OPEN_QUESTIONS, 1)]
-    try:
-        produced = replay(loop, session, fast=False)
-    finally:
-        loop.close()
-        timers.close()
+    with replay_session(engines, settings(local=True)) as built:
+        produced = replay(built.loop, session, fast=False)
     answered = [r.timings.latency_ms for g in produced for r in g
                 if r.timings.latency_ms is not None]
     print("\nEnd of speech to first audio (ms; includes the fixed end-of-speech wait)")
@@ -256,21 +243,20 @@ def bench_matching() -> None:
 
 def parrot_run(model, exchanges: int | None) -> tuple[float, int, int, int]:
     """(worst similarity to an earlier reply, replies over 0.8, facts right, replies)."""
-    timers = Timers(background=False)
-    talk = conversation(model, True, timers, recent_exchanges=exchanges)
     replies: list[str] = []
     worst, over, facts = 0.0, 0, 0
-    for question in PARROT_QUESTIONS:
-        text = question if isinstance(question, str) else question[0]
-        reply = reply_text(talk, text).strip().lower()
-        if not isinstance(question, str):
-            facts += any(word in reply for word in question[1])
-        similar = max((difflib.SequenceMatcher(None, reply, earlier).ratio()
-                       for earlier in replies), default=0.0)
-        worst = max(worst, similar)
-        over += similar > 0.8
-        replies.append(reply)
-    timers.close()
+    seen = settings(local=True, model_exchanges="all" if exchanges is None else exchanges)
+    with chat_session(seen, warn, loaded=Loaded(model)) as session:
+        for question in PARROT_QUESTIONS:
+            text = question if isinstance(question, str) else question[0]
+            reply = reply_text(session.conversation, text).strip().lower()
+            if not isinstance(question, str):
+                facts += any(word in reply for word in question[1])
+            similar = max((difflib.SequenceMatcher(None, reply, earlier).ratio()
+                           for earlier in replies), default=0.0)
+            worst = max(worst, similar)
+            over += similar > 0.8
+            replies.append(reply)
     return worst, over, facts, len(replies)
 
 

@@ -1,14 +1,15 @@
 """`python -m benchmarks.memory_questions`: questions about what the user said.
 
-    python -m benchmarks.memory_questions [--limit N] [--typed] [--llm-model PATH.gguf] …
+    python -m benchmarks.memory_questions [--limit N] [--typed] [--llm-model PATH.gguf]
+                                          [--llm-url URL] [--ctx N] [--answer-tokens N]
 
 Each pair is a conversation: the user states a fact ("I parked the car on level 3, spot
 42."), then another fact of theirs (a distractor sharing some words, in some pairs before
 it), an everyday request answered locally and an open question for the model; then the
 memory question ("Where did I park the car?"), typed, and spoken (said by the embedded
 Piper voice, heard by the embedded Whisper). Everything but the question is answered by
-the embedded model loaded as `parley chat` loads it (extra flags, e.g. `--ctx 4096`, go to
-it), so the conversation is the one a user would have.
+the embedded model (or `--llm-model`, `--llm-url`) in a session built as `parley chat`
+builds one, so the conversation is the one a user would have.
 
 Printed: right of total, typed and spoken; false answers (something presented as what the
 user said that is not: an earlier message other than the statement, or the model's own
@@ -27,6 +28,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from assistant.conversation import Conversation
 from assistant.events import ReplyDone
@@ -36,6 +38,8 @@ from assistant.local.answers import MEMORY_INTENT, LocalIntents
 from assistant.local.matcher import IntentMatcher
 from assistant.local.memory_answers import recalled, search_arguments
 from assistant.local.memory_questions import memory_question
+from assistant.session.settings import ModelSettings, Settings, default_of
+from benchmarks.voice import warn
 from memory.search import HistorySearch
 
 
@@ -161,9 +165,8 @@ def verdict(reply: str, key: str, statement_seq: int) -> str:
     return "nothing" if not reply or _UNKNOWN.search(reply) else "false"
 
 
-def build(pair: Pair, index: int, model, tools, settings, matcher) -> tuple[Conversation, int]:
-    """The conversation up to the question, and the statement's message number."""
-    talk = Conversation(model, tools, settings, local=LocalIntents(matcher))
+def converse(talk: Conversation, pair: Pair, index: int) -> int:
+    """The conversation up to the question; the statement's message number."""
     distractor = pair.distractor or PAIRS[(index + 7) % len(PAIRS)].statement
     turns = [pair.statement, MODEL_FILLERS[index % len(MODEL_FILLERS)], distractor,
              LOCAL_FILLERS[index % len(LOCAL_FILLERS)]]
@@ -175,7 +178,7 @@ def build(pair: Pair, index: int, model, tools, settings, matcher) -> tuple[Conv
         reply_text(talk, turn)
         if turn == pair.statement:
             seq = next(m.seq for m in talk.history.messages if m.content == pair.statement)
-    return talk, seq
+    return seq
 
 
 def ask(talk: Conversation, question: str, memory: bool, matcher) -> str:
@@ -216,26 +219,24 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=len(PAIRS), help="pairs to run")
     parser.add_argument("--typed", action="store_true", help="typed questions only")
-    args, engine_flags = parser.parse_known_args(argv)
+    parser.add_argument("--llm-model", type=Path, help="a GGUF file instead of the embedded "
+                                                       "model")
+    parser.add_argument("--llm-url", help="an OpenAI-compatible server instead")
+    parser.add_argument("--ctx", type=int, default=default_of("ctx"), help="context size")
+    parser.add_argument("--answer-tokens", type=int, default=default_of("answer_tokens"))
+    args = parser.parse_args(argv)
 
-    from assistant.cli.main import build_parser
-    from assistant.cli.settings import resolve, typed
-    from assistant.session.engines import load_model, load_stt, load_tts, reply_settings
-    from assistant.timer_tool import timer_tool
-    from assistant.timers import Timers
-    from assistant.tools import builtin_tools
+    from assistant.session.builder import chat_session
+    from assistant.session.engines import Loaded, load_model, load_stt, load_tts
 
-    cli = typed(resolve(build_parser().parse_args(["chat", *engine_flags])))
+    settings = Settings(model=ModelSettings(llm_model=args.llm_model, llm_url=args.llm_url,
+                                            ctx=args.ctx, answer_tokens=args.answer_tokens))
     started = time.monotonic()
-    model = load_model(cli.model)
-    settings = reply_settings(cli.model, None, model)
+    model = load_model(settings.model)
     matcher = IntentMatcher()
-    timers = Timers(background=False)
-    tools = builtin_tools()
-    tools.register(timer_tool(timers))
     pairs = PAIRS[:args.limit]
     spoken = [] if args.typed else hear([p.question for p in pairs] + WORLD,
-                                        load_stt(cli.speech), load_tts(cli.speech))
+                                        load_stt(settings.speech), load_tts(settings.speech))
     heard, world_heard = spoken[:len(pairs)], spoken[len(pairs):]
     print(f"Engines loaded, questions spoken and heard in {time.monotonic() - started:.0f} s "
           f"({model.name}, {len(pairs)} pairs)")
@@ -245,22 +246,27 @@ def main(argv: list[str] | None = None) -> None:
     wrong: list[str] = []
     baseline: list[str] = []
     for index, pair in enumerate(pairs):
-        talk, seq = build(pair, index, model, tools, settings, matcher)
-        asked = [("typed", pair.question)] + ([("spoken", heard[index])] if heard else [])
-        for how, question in asked:
-            for memory in (True, False):
-                reply = ask(talk, question, memory, matcher)
-                mark = verdict(reply, pair.key, seq)
-                marks.setdefault((how, memory), []).append(mark)
-                if memory and mark != "right":
-                    wrong.append(f"{how} {question!r} (statement #{seq}): {mark}: {reply[:110]!r}")
-                if not memory and how == "typed" and len(baseline) < 6:
-                    baseline.append(f"{question!r} → {mark}: {' '.join(reply.split())[:90]!r}")
+        # Each pair its own session, as `parley chat` builds one, on the model loaded once.
+        with chat_session(settings, warn, loaded=Loaded(model)) as session:
+            talk = session.conversation
+            seq = converse(talk, pair, index)
+            asked = [("typed", pair.question)] + ([("spoken", heard[index])] if heard else [])
+            for how, question in asked:
+                for memory in (True, False):
+                    reply = ask(talk, question, memory, matcher)
+                    mark = verdict(reply, pair.key, seq)
+                    marks.setdefault((how, memory), []).append(mark)
+                    if memory and mark != "right":
+                        wrong.append(f"{how} {question!r} (statement #{seq}): {mark}: "
+                                     f"{reply[:110]!r}")
+                    if not memory and how == "typed" and len(baseline) < 6:
+                        baseline.append(f"{question!r} → {mark}: "
+                                        f"{' '.join(reply.split())[:90]!r}")
+            found_by_coverage = coverage_sweep(talk, pair.question)
         print(f"\r  {index + 1}/{len(pairs)} conversations", end="", file=sys.stderr, flush=True)
-        for needed, found in coverage_sweep(talk, pair.question).items():
+        for needed, found in found_by_coverage.items():
             sweep[needed].append("nothing" if found is None else
                                  "right" if found == seq else "false")
-    timers.close()
 
     print("\nMemory questions (Parley: memory questions answered from the conversation | "
           "switched off: the model answers)")

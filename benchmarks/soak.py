@@ -102,26 +102,19 @@ def _heap_mb(libc) -> tuple[float, float]:
 
 
 def bench_soak(turns: int) -> None:
-    from assistant.conversation import Conversation, ReplySettings
-    from assistant.local.answers import LocalIntents
     from assistant.session.engines import VOICE_HISTORY_MESSAGES
-    from assistant.tools import builtin_tools
     from assistant.voice.replay import ReplayTurn, replay
-    from benchmarks.voice import ANSWER_TOKENS, replay_loop
+    from benchmarks.voice import ANSWER_TOKENS, replay_session, replay_settings
 
-    engines = load_engines()
-    conversation = Conversation(engines[0], builtin_tools(),
-                                ReplySettings(answer_tokens=ANSWER_TOKENS,
-                                              max_messages=VOICE_HISTORY_MESSAGES,
-                                              recent_exchanges=0, idle_summaries=True),
-                                local=LocalIntents())
-    loop = replay_loop(conversation, engines)
     clips = samples.all_samples()
     memory: dict[int, float] = {}
     latencies: list[float] = []
     libc = _libc()
-    started = time.perf_counter()
-    try:
+    # Parley's voice conversation: local intents, at most 400 messages, the summary
+    # written between turns.
+    with replay_session(load_engines(), replay_settings()) as session:
+        conversation, loop = session.conversation, session.loop
+        started = time.perf_counter()
         for number in range(1, turns + 1):
             clip = clips[(number - 1) % len(clips)]
             covered = conversation.summary.covered_through
@@ -138,8 +131,6 @@ def bench_soak(turns: int) -> None:
                 print(f"  turn {number}: {memory[number]:.0f} MB resident ({grew:+.0f}){heap}"
                       f"{'; summary written' if summarized else ''}; "
                       f"{time.perf_counter() - started:.0f} s so far", flush=True)
-    finally:
-        loop.close()
     first, last = latencies[:50], latencies[-50:]
     print(f"\nA {turns}-turn voice session ({len(clips)} recordings, round and round; "
           f"context {CONTEXT}, answers up to {ANSWER_TOKENS} tokens), fed as fast as taken")

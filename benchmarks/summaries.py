@@ -121,25 +121,13 @@ def measure(label: str, turns: list[dict]) -> Run:
     return run
 
 
-def replay_session(label: str, engines, texts: list[str], idle: bool, typed: bool) -> Run:
-    from assistant.conversation import Conversation, ReplySettings
-    from assistant.tools import builtin_tools
-    from assistant.voice.loop import VoiceLoop
+def run_session(label: str, engines, texts: list[str], idle: bool, typed: bool,
+                ctx: int) -> Run:
     from assistant.voice.replay import ReplayTurn, replay, session_json
-    from assistant.voice.turns import VoiceSettings
-    from audio.memory_out import MemorySpeaker
-    from audio.segmenter import Segmenter
+    from benchmarks.voice import replay_session, replay_settings
     from tests.support.spoken import TAIL_S, spoken_clip
 
-    llm, stt, tts = engines
-    # As Parley's voice mode sets it up for the embedded model (it sees no earlier
-    # exchange word for word, and keeps 400 messages).
-    conversation = Conversation(llm, builtin_tools(), ReplySettings(
-        answer_tokens=ANSWER_TOKENS, recent_exchanges=0, max_messages=400,
-        idle_summaries=idle))
-    # The speaker plays at once: what is measured is the silence after the reply.
-    loop = VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False, keep_chunks=False),
-                     Segmenter(), VoiceSettings())
+    tts = engines[2]
     gaps = random.Random(7)
     session: list[ReplayTurn] = []
     for number, text in enumerate(texts):
@@ -153,7 +141,7 @@ def replay_session(label: str, engines, texts: list[str], idle: bool, typed: boo
             session.append(ReplayTurn(len(session) + 1, pcm=clip))
     done = threading.Event()
 
-    def progress() -> None:
+    def progress(loop) -> None:
         started, shown = time.monotonic(), 0
         while not done.wait(2.0):
             heard = sum(1 for r in loop.records if r.heard)
@@ -162,15 +150,19 @@ def replay_session(label: str, engines, texts: list[str], idle: bool, typed: boo
                 print(f"    {label}: turn {shown} of {len(texts)} "
                       f"({time.monotonic() - started:.0f} s)", flush=True)
 
-    watcher = threading.Thread(target=progress, daemon=True)
-    watcher.start()
-    started = time.monotonic()
-    try:
-        produced = replay(loop, session, fast=False, timeout_s=600)
-    finally:
-        done.set()
-        loop.close()
-    run = measure(label, session_json(loop, session, produced)["turns"])
+    # Parley's voice session (on the embedded model it sees no earlier exchange word for
+    # word, and keeps 400 messages), the summary written between turns or, for the
+    # "before" row, inside the reply. The speaker plays at once: what is measured is the
+    # silence after the reply.
+    with replay_session(engines, replay_settings(ANSWER_TOKENS, ctx=ctx),
+                        idle_summaries=idle) as built:
+        threading.Thread(target=progress, args=(built.loop,), daemon=True).start()
+        started = time.monotonic()
+        try:
+            produced = replay(built.loop, session, fast=False, timeout_s=600)
+        finally:
+            done.set()
+    run = measure(label, session_json(built.loop, session, produced)["turns"])
     run.seconds = time.monotonic() - started
     return run
 
@@ -234,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, label, idle in modes:
         if args.only in (None, name):
             print(f"  running: summaries {label}", flush=True)
-            runs.append(replay_session(label, engines, texts, idle, args.typed))
+            runs.append(run_session(label, engines, texts, idle, args.typed, args.ctx))
     show(runs, texts, args.ctx, args.typed)
 
 

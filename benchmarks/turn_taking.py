@@ -28,7 +28,14 @@ from assistant.events import TurnJudged
 from assistant.voice.turns import TurnSource
 from benchmarks.busy import one_busy_core
 from benchmarks.turn_trace import FastForwardSpeaker, LoopTrace
-from benchmarks.voice import ANSWER_TOKENS, load_engines, p90, peak_mb
+from benchmarks.voice import (
+    ANSWER_TOKENS,
+    load_engines,
+    p90,
+    peak_mb,
+    replay_session,
+    replay_settings,
+)
 from tests.support import speech_samples as samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,34 +71,16 @@ def make_segmenter(mode: str, call_times: list[float]):
     return Segmenter(SegmenterSettings(), turn=TurnPolicy(score, TurnSettings()))
 
 
-def voice_settings(mode: str):
+def voice_changes(mode: str) -> dict:
     """`smart` is Parley's default; the others as before words counted and turns went on."""
-    from assistant.voice.turns import VoiceSettings
-
-    return VoiceSettings(turn_words=mode == "smart", continue_turns=mode == "smart")
+    return {"turn_words": mode == "smart", "continue_turns": mode == "smart"}
 
 
-def make_loop(engines, segmenter, speaker, settings=None):
-    """Parley's voice conversation (local intents, timers) on the embedded engines, with
-    short answers: latency is to the first audio anyway."""
-    from assistant.conversation import Conversation, ReplySettings
-    from assistant.local.answers import LocalIntents
-    from assistant.timer_tool import timer_tool
-    from assistant.timers import Timers
-    from assistant.tools import builtin_tools
-    from assistant.voice.loop import VoiceLoop
-
-    llm, stt, tts = engines
-    voice = settings
-    timers = Timers()
-    tools = builtin_tools()
-    tools.register(timer_tool(timers))
-    capable = llm.capabilities
-    settings = ReplySettings(answer_tokens=ANSWER_TOKENS, idle_summaries=True,
-                             recent_exchanges=0 if capable.repeats_answers_it_sees else None,
-                             tell_date=not capable.confused_by_the_date)
-    conversation = Conversation(llm, tools, settings, local=LocalIntents())
-    return VoiceLoop(conversation, stt, tts, speaker, segmenter, voice), timers
+def built_session(engines, mode: str, call_times: list[float], speaker):
+    """Parley's voice session (local intents, timers) on the embedded engines, with short
+    answers (latency is to the first audio anyway), listening with `mode`'s segmenter."""
+    return replay_session(engines, replay_settings(), voice_changes(mode), speaker,
+                          segmenter=make_segmenter(mode, call_times))
 
 
 def ready(loop) -> None:
@@ -112,17 +101,12 @@ def run_latency(mode: str) -> dict:
     calls: list[float] = []
     # As benchmarks.voice: the speaker plays instantly (each request waits for the reply
     # before it anyway), which does not change the time to the first audio.
-    loop, timers = make_loop(engines, make_segmenter(mode, calls),
-                             MemorySpeaker(realtime=False, keep_chunks=False),
-                             voice_settings(mode))
-    trace = LoopTrace().attach(loop)
     session = [ReplayTurn(n, pcm=r.pcm) for n, r in enumerate(requests, 1)]
-    try:
-        ready(loop)
-        produced = replay(loop, session, fast=False)
-    finally:
-        loop.close()
-        timers.close()
+    with built_session(engines, mode, calls,
+                       MemorySpeaker(realtime=False, keep_chunks=False)) as built:
+        trace = LoopTrace().attach(built.loop)
+        ready(built.loop)
+        produced = replay(built.loop, session, fast=False)
     turns = []
     for request, records in zip(requests, produced, strict=True):
         heard = []
@@ -198,23 +182,19 @@ def run_paused(mode: str) -> dict:
     out = []
     for recording in recordings:
         speaker = FastForwardSpeaker(realtime=True, keep_chunks=False)
-        loop, timers = make_loop(engines, make_segmenter(mode, calls), speaker,
-                                 voice_settings(mode))
-        trace = LoopTrace().attach(loop)
-        end_of_input = loop.end_of_input
-
-        def finished(end_of_input=end_of_input, speaker=speaker) -> None:
-            speaker.finish()  # the whole recording has been heard (or not) by now
-            end_of_input()
-
-        loop.end_of_input = finished
         before = len(calls)
-        try:
+        with built_session(engines, mode, calls, speaker) as built:
+            loop = built.loop
+            trace = LoopTrace().attach(loop)
+            end_of_input = loop.end_of_input
+
+            def finished(end_of_input=end_of_input, speaker=speaker) -> None:
+                speaker.finish()  # the whole recording has been heard (or not) by now
+                end_of_input()
+
+            loop.end_of_input = finished
             ready(loop)
             (records,) = replay(loop, [ReplayTurn(1, pcm=recording.pcm)], fast=False)
-        finally:
-            loop.close()
-            timers.close()
         # A turn the user went on with is heard again, whole, in the next record.
         heard = [r.heard for r in records if r.source is TurnSource.AUDIO and r.heard
                  and not r.continued]

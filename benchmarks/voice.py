@@ -15,15 +15,22 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
+import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from assistant.session.settings import Settings
 from benchmarks.busy import one_busy_core
 from tests.support import speech_samples as samples
+
+if TYPE_CHECKING:
+    from assistant.session.builder import VoiceSession
 
 ROOT = Path(__file__).resolve().parent.parent
 """The checkout: each latency measure runs `python -m benchmarks.voice` from there."""
@@ -87,8 +94,6 @@ def load_engines(llm_threads: int | None = None, stt_threads: int = 2, tts_threa
 def bench_segmenter() -> None:
     """How the segmenter's settings split real speech: each clip should be one utterance,
     noise none; a shorter end-of-speech wait answers sooner but cuts readers mid-sentence."""
-    from dataclasses import replace
-
     from audio.segmenter import Segmenter, SegmenterSettings
 
     rng = np.random.default_rng(0)
@@ -204,36 +209,51 @@ class LatencyRun:
     processed_tokens: float
 
 
-def replay_loop(conversation, engines, settings=None):
-    """A voice loop on `engines` for a benchmark's replay of `conversation`."""
-    from assistant.voice.loop import VoiceLoop
-    from assistant.voice.turns import VoiceSettings
+def replay_settings(answer_tokens: int = ANSWER_TOKENS, local_intents: bool = True,
+                    **model) -> Settings:
+    """Parley's voice settings for a benchmark's replay, with short answers (`model`: other
+    ModelSettings). Turns end after the fixed silence: the turn model's own wait would move
+    every latency here, and is measured on its own in `benchmarks.turn_taking`."""
+    from assistant.session.settings import ListeningSettings, ModelSettings
+
+    return Settings(model=ModelSettings(answer_tokens=answer_tokens,
+                                        no_local_intents=not local_intents, **model),
+                    listening=ListeningSettings(end_of_turn="silence"))
+
+
+def warn(line: str) -> None:
+    print(f"  warning: {line}", file=sys.stderr)
+
+
+@contextmanager
+def replay_session(engines, settings: Settings, changes: dict | None = None,
+                   speaker=None, **building) -> Iterator[VoiceSession]:
+    """A voice session built as Parley builds one, on `engines` loaded once, for a
+    benchmark's replay; `changes`: to the loop's VoiceSettings; `building`: the builder's
+    other keywords (`segmenter`, `idle_summaries`). Speech is fed at real-time pace, as a
+    microphone delivers it; the speaker (unless given) plays instantly so a run takes
+    minutes, which does not change the time to first audio."""
+    from assistant.session.builder import voice_session
+    from assistant.session.engines import Loaded
     from audio.memory_out import MemorySpeaker
-    from audio.segmenter import Segmenter
 
-    _, stt, tts = engines
-    # Speech is fed at real-time pace, as a microphone delivers it; the speaker plays
-    # instantly so a run takes minutes, which does not change the time to first audio.
-    return VoiceLoop(conversation, stt, tts, MemorySpeaker(realtime=False, keep_chunks=False),
-                     Segmenter(), settings or VoiceSettings())
+    played = speaker or MemorySpeaker(realtime=False, keep_chunks=False)
+    with voice_session(settings, lambda far_end: played, warn, loaded=Loaded(*engines),
+                       adjust=lambda chosen, _: replace(chosen, **(changes or {})),
+                       **building) as session:
+        yield session
 
 
-def run_latency(label: str, engines, settings, turns: int) -> LatencyRun:
-    from assistant.conversation import Conversation, ReplySettings
+def run_latency(label: str, engines, changes: dict, turns: int) -> LatencyRun:
     from assistant.events import ReplyDone
-    from assistant.tools import builtin_tools
     from assistant.voice.replay import ReplayTurn, replay
     from assistant.voice.turns import Timing
 
-    conversation = Conversation(engines[0], builtin_tools(),
-                                ReplySettings(answer_tokens=ANSWER_TOKENS, idle_summaries=True))
-    loop = replay_loop(conversation, engines, settings)
     clips = (samples.librivox() + samples.commands())[:turns]
     session = [ReplayTurn(n, audio_path=None, pcm=c.pcm) for n, c in enumerate(clips, 1)]
-    try:
-        produced = replay(loop, session, fast=False)
-    finally:
-        loop.close()
+    # The measures are the model's: no request here is answered by a local intent.
+    with replay_session(engines, replay_settings(local_intents=False), changes) as built:
+        produced = replay(built.loop, session, fast=False)
     records = [r for group in produced for r in group if r.timings.latency_ms is not None]
     latencies = [r.timings.latency_ms or 0.0 for r in records]
     parts = {timing.value: statistics.median(r.timings.get(timing) or 0.0 for r in records)
@@ -269,13 +289,11 @@ ATTEMPTS: list[tuple[str, dict, dict]] = [
 
 
 def run_attempt(number: int, turns: int) -> dict:
-    from assistant.voice.turns import VoiceSettings
-
     label, changes, engine_options = ATTEMPTS[number]
     plain = {"speculative_stt": False, "prefill": False, "first_clause_words": 0,
              "first_audio_first": False, "speculative_reply": False}
-    settings = VoiceSettings() if changes is None else VoiceSettings(**{**plain, **changes})
-    run = run_latency(label, load_engines(**engine_options), settings, turns)
+    run = run_latency(label, load_engines(**engine_options),
+                      {} if changes is None else {**plain, **changes}, turns)
     return {"label": label, "latencies": run.latencies, "parts": run.parts,
             "processed": run.processed_tokens, "peak_mb": peak_mb()}
 

@@ -36,7 +36,7 @@ def home(tmp_path, monkeypatch) -> Home:
     without_user_settings(monkeypatch, home.folder)
 
     def load_conversation(args, timers=None, max_messages=None, idle_summaries=False,
-                          tools=None):
+                          tools=None, model=None):
         home.seen.append(flat(args))
         raise ConfigError("stopped by the test")
 

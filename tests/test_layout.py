@@ -218,10 +218,19 @@ def test_only_the_command_line_reads_the_command_line():
 
 def test_the_session_builder_alone_makes_a_voice_loop():
     # One place wires a voice loop (its engines, timers, input and output) for every front
-    # end, so a new front end is one module that calls the builder.
+    # end and every benchmark, so a new front end is one module that calls the builder and
+    # a benchmark measures the session Parley runs.
     makers = set()
-    for path in sorted((ROOT / "assistant").rglob("*.py")):
+    for path in sorted([*(ROOT / "assistant").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "VoiceLoop":
                 makers.add(module_name(path))
     assert makers == {"assistant.session.builder"}
+
+
+def test_the_benchmarks_build_from_typed_settings_not_from_the_command_line():
+    # A benchmark says its settings as `assistant.session.settings` values; re-parsing
+    # Parley's flags would measure whatever the command line happens to default to.
+    for path in sorted((ROOT / "benchmarks").rglob("*.py")):
+        cli = [n for n in imported_modules(path) if f"{n}.".startswith("assistant.cli.")]
+        assert cli == [], path

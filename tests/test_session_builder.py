@@ -3,7 +3,8 @@
 The tests build sessions from `Settings` alone (no command line), on stand-in engines, and
 check what a front end relies on: the conversation answers, a timer that goes off is
 announced by the voice loop built with it, a tool that asks first is asked through the
-reply's own approval, and the loop's settings follow the listening settings.
+reply's own approval, the loop's settings follow the listening settings, and a
+benchmark's engines loaded once and its own segmenter serve session after session.
 """
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from assistant.confirmation import YES, Confirmation
 from assistant.events import ReplyDone, TimerFinished
 from assistant.session import engines
 from assistant.session.builder import chat_session, voice_session
+from assistant.session.engines import Loaded
 from assistant.session.settings import ListeningSettings, ModelSettings, Settings
 from assistant.tools import Tool
 from audio.memory_out import MemorySpeaker
+from audio.segmenter import Segmenter, SegmenterSettings
 from models.base import ToolSpec
+from tests.support.clips import clip, silence
 from tests.support.clocks import ManualClock
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
@@ -135,3 +140,41 @@ def test_without_anyone_to_answer_a_tool_that_asks_first_does_not_run(model):
     assert not allowed.is_error
     tool_message = next(m for m in session.conversation.history.messages if m.role == "tool")
     assert tool_message.content.startswith("Error: no one can be asked here")
+
+
+def test_engines_loaded_once_and_a_given_segmenter_serve_session_after_session(monkeypatch):
+    """A benchmark's way: the engines are loaded once and each run is a fresh session on
+    them; its segmenter (here one that ends a turn after 300 ms of silence, where the
+    settings would wait 3 s) is the one that hears the user."""
+    def loaded_again(chosen):
+        raise AssertionError("an engine was loaded although one was given")
+
+    for loader in ("load_model", "load_stt", "load_tts"):
+        monkeypatch.setattr(engines, loader, loaded_again)
+    model = ScriptedChatModel()
+    stt = ScriptedSpeechToText({3000: "Hello there."})
+    tts = ToneTextToSpeech(ms_per_char=1)
+    patient = replace(SETTINGS, listening=replace(SETTINGS.listening, end_silence_ms=3000))
+    for answer in ("Hello, first.", "Hello, second."):
+        model.enqueue(answer)
+        quick = Segmenter(SegmenterSettings(end_silence_ms=300))
+        with voice_session(patient, lambda far_end: MemorySpeaker(realtime=False),
+                           no_warnings, loaded=Loaded(model, stt, tts),
+                           segmenter=quick) as session:
+            # 0.4 s of silence ends the clip, 0.2 s more: 0.6 s in all, short of 3 s.
+            session.loop.feed_audio(np.concatenate([clip(1.0, 3000), silence(0.2)]))
+            assert session.loop.wait_idle(20)
+        assert session.conversation.model is model and session.stt is stt
+        assert [r.heard for r in session.loop.records] == ["Hello there."]
+        assert [r.reply for r in session.loop.records] == [answer]
+        assert tts.spoken[-1] == answer
+    assert len(stt.heard) >= 2 and len(model.prompts) == 2
+
+
+def test_a_chat_session_answers_with_the_model_it_is_given(monkeypatch):
+    monkeypatch.setattr(engines, "load_model", lambda chosen: pytest.fail("loaded a model"))
+    model = ScriptedChatModel()
+    model.enqueue("Hi, Sam.")
+    with chat_session(SETTINGS, no_warnings, loaded=Loaded(model)) as session:
+        done = session.conversation.reply("Hi, I am Sam.", lambda event: None)
+    assert isinstance(done, ReplyDone) and done.text == "Hi, Sam."

@@ -25,7 +25,7 @@ def seen(monkeypatch):
     captured: list = []
 
     def load_conversation(args, timers=None, max_messages=None, idle_summaries=False,
-                          tools=None):
+                          tools=None, model=None):
         captured.append(flat(args))
         raise ConfigError("stopped by the test")
 

@@ -10,7 +10,8 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from assistant import history_tool
 from assistant.conversation import Conversation, ReplySettings
@@ -31,12 +32,26 @@ from assistant.tools import ToolRegistry, builtin_tools
 from models.base import ChatModel, ModelCapabilities
 from models.errors import EngineError
 
+if TYPE_CHECKING:
+    from models.speech import SpeechToText, TextToSpeech
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 VOICE_HISTORY_MESSAGES = 400
 """A voice conversation keeps at most this many messages, with the results of its tools
 (4,000 characters each): a session that lasts all day stays bounded in memory."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """Engines already loaded, for sessions that share them (a benchmark's runs, each a
+    fresh session on the same models): what is given is not loaded again, what is not
+    given is loaded as the settings say."""
+
+    model: ChatModel | None = None
+    stt: SpeechToText | None = None
+    tts: TextToSpeech | None = None
 
 
 def load_model(settings: ModelSettings) -> ChatModel:
@@ -138,10 +153,12 @@ def conversation_tools(timers: Timers) -> ToolRegistry:
 def load_conversation(settings: Settings, timers: Timers,
                       max_messages: int | None = None,
                       idle_summaries: bool = False,
-                      tools: ToolRegistry | None = None) -> Conversation:
-    """The conversation with its model, tools (given, or Parley's own with the timer tool
-    over `timers`) and local intents; the templates compile while the model loads. With
-    `--save`/`--resume` it is kept in that file, which is checked before the model loads."""
+                      tools: ToolRegistry | None = None,
+                      model: ChatModel | None = None) -> Conversation:
+    """The conversation with its model (given, or loaded as the settings say), tools (given,
+    or Parley's own with the timer tool over `timers`) and local intents; the templates
+    compile while the model loads. With `--save`/`--resume` it is kept in that file, which
+    is checked before the model loads."""
     saving = save_request(settings.saving)
     model_settings = settings.model
     reply_settings(model_settings, max_messages)  # a mistake is said before the model loads
@@ -149,7 +166,7 @@ def load_conversation(settings: Settings, timers: Timers,
     check_tool_choice(model_settings.llm_tool_choice, tools, settings.tools)
     with ThreadPoolExecutor(1, thread_name_prefix="intents") as pool:
         local = pool.submit(load_local_intents, model_settings)
-        model = load_model(model_settings)
+        model = model if model is not None else load_model(model_settings)
         limits = reply_settings(model_settings, max_messages, model, idle_summaries)
         if saving is None:
             return Conversation(model, tools, limits, local=local.result())
@@ -157,17 +174,21 @@ def load_conversation(settings: Settings, timers: Timers,
 
 
 def load_voice_engines(settings: Settings, timers: Timers,
-                       tools: ToolRegistry | None = None):
-    """The voice conversation, speech-to-text and the voice, one after the other.
+                       tools: ToolRegistry | None = None, loaded: Loaded = Loaded(),
+                       idle_summaries: bool = True):
+    """The voice conversation, speech-to-text and the voice, one after the other (those
+    `loaded` gives are not loaded again).
 
     Not side by side: loading is CPU work (llama.cpp repacks the weights, onnxruntime
     optimizes the graph), and on two cores three loads in threads took 0.89 s (up to
     1.70 s) against 0.96 s in turn (`benchmarks.soak --only start`).
     """
-    # Voice has the time between turns: the summary is written in it, not in replies.
     conversation = load_conversation(settings, timers, max_messages=VOICE_HISTORY_MESSAGES,
-                                     idle_summaries=True, tools=tools)
-    return conversation, load_stt(settings.speech), load_tts(settings.speech)
+                                     idle_summaries=idle_summaries, tools=tools,
+                                     model=loaded.model)
+    stt = loaded.stt if loaded.stt is not None else load_stt(settings.speech)
+    tts = loaded.tts if loaded.tts is not None else load_tts(settings.speech)
+    return conversation, stt, tts
 
 
 def segmenter_settings(settings: ListeningSettings, echo_cancelled: bool = False):
