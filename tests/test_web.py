@@ -1,0 +1,213 @@
+"""`parley web`'s server as scripts and pages use it: a real uvicorn server on 127.0.0.1
+(a free port), the session built as `parley web` builds it, a stand-in language model,
+and WebSocket clients.
+
+What a user (or a script) relies on: nothing is served without the token; a message sent
+gets its reply streamed to every tab, numbered in the conversation the API gives; a tab
+that connects later sees the conversation so far and then the live events; Stop stops a
+reply; a tool that asks first runs on a Yes from any tab and not on a No; a message the
+server cannot take gets a clear error and the conversation goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import pytest
+from websockets.exceptions import InvalidStatus
+
+from assistant.confirmation import Confirmation
+from assistant.session import engines
+from assistant.session.settings import ModelSettings, Settings
+from assistant.tools import Tool
+from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
+from tests.support.clocks import HUNG_S
+from tests.support.conversations import filler, varied_words
+from tests.support.fakes import ScriptedChatModel, SummarizingModel
+from tests.support.web import web_server
+
+
+class EndlessModel(ScriptedChatModel):
+    """Writes words (never the same twice) until the reply is stopped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = threading.Event()
+
+    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
+        for word in varied_words(5000).split():
+            if cancel is not None and cancel.cancelled:
+                return
+            self.writing.set()
+            yield TextChunk(word + " ")
+            time.sleep(0.01)
+
+
+@pytest.fixture
+def model(monkeypatch) -> ScriptedChatModel:
+    scripted = ScriptedChatModel()
+    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
+    return scripted
+
+
+def types(messages: list[dict]) -> list[str]:
+    return [m["type"] for m in messages]
+
+
+def test_nothing_is_served_without_the_token(model):
+    with web_server() as server:
+        for token in (None, "wrong"):
+            for path in ("/", "/api/conversation", "/static/app.js"):
+                status, body = server.get(path, token)
+                assert status == 403 and "needs the token" in body, (path, token)
+        with pytest.raises(InvalidStatus) as refused:
+            server.tab("wrong")
+        assert refused.value.response.status_code == 403
+        assert b"needs the token" in refused.value.response.body
+        status, page = server.get("/")
+        assert status == 200 and "<title>Parley</title>" in page
+
+
+def test_a_message_is_answered_streamed_and_numbered(model):
+    model.enqueue("Hello there, Sam. How are you?")
+    with web_server() as server:
+        tab = server.tab()
+        first = tab.next()
+        assert first["type"] == "conversation" and first["messages"] == []
+        assert first["state"] == "idle"
+        tab.send({"type": "text", "text": "Hi, I am Sam."})
+        got = tab.until_idle()
+        assert got[0] == {"type": "state", "state": "thinking"}
+        user = next(m for m in got if m["type"] == "message")
+        assert (user["seq"], user["role"], user["text"]) == (1, "user", "Hi, I am Sam.")
+        deltas = [m["text"] for m in got if m["type"] == "text-delta"]
+        assert len(deltas) > 1 and "".join(deltas) == "Hello there, Sam. How are you?"
+        done = next(m for m in got if m["type"] == "reply-done")
+        assert done["text"] == "Hello there, Sam. How are you?" and not done["cancelled"]
+        answer = [m for m in got if m["type"] == "message"][-1]
+        assert (answer["seq"], answer["role"]) == (2, "assistant")
+        assert types(got).index("message") < types(got).index("text-delta")
+        api = server.conversation()
+        assert [(m["seq"], m["role"], m["text"]) for m in api["messages"]] == [
+            (1, "user", "Hi, I am Sam."), (2, "assistant", "Hello there, Sam. How are you?")]
+        assert all(m["at"] for m in api["messages"])
+        assert api["summary"] == {"text": "", "covered_through": 0}
+
+
+def test_a_second_tab_sees_the_conversation_so_far_and_the_live_events(model):
+    model.enqueue("First answer.", "Second answer.")
+    with web_server() as server:
+        one = server.tab()
+        one.next()
+        one.send({"type": "text", "text": "First question."})
+        one.until_idle()
+        two = server.tab()
+        joined = two.next()
+        assert [m["text"] for m in joined["messages"]] == ["First question.", "First answer."]
+        two.send({"type": "text", "text": "Second question."})
+        for tab in (one, two):
+            got = tab.until_idle()
+            assert "".join(m["text"] for m in got if m["type"] == "text-delta") == \
+                "Second answer."
+            assert [m["seq"] for m in got if m["type"] == "message"] == [3, 4]
+
+
+def test_stop_stops_the_reply_and_a_message_meanwhile_is_refused(monkeypatch):
+    endless = EndlessModel()
+    monkeypatch.setattr(engines, "load_model", lambda chosen: endless)
+    with web_server() as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "text", "text": "Tell me everything."})
+        tab.until_type("text-delta")
+        tab.send({"type": "text", "text": "And more."})
+        refused = tab.until_type("error")[-1]
+        assert refused["stage"] == "request" and "still answering" in refused["message"]
+        tab.send({"type": "stop"})
+        got = tab.until_idle()
+        done = next(m for m in got if m["type"] == "reply-done")
+        assert done["cancelled"]
+        kept = server.conversation()["messages"]
+        assert [m["text"] for m in kept if m["role"] == "user"] == ["Tell me everything."]
+
+
+def asking_tool(ran: list[dict]) -> Tool:
+    return Tool(ToolSpec("notes__delete_note", "Delete a note.",
+                         {"type": "object", "properties": {"name": {"type": "string"}}}),
+                lambda arguments: ran.append(arguments) or "Deleted.",
+                lambda _: "Asking notes: delete_note",
+                approval=lambda arguments: Confirmation("notes__delete_note", "notes",
+                                                        "delete_note", arguments),
+                source="notes")
+
+
+def tool_call(name: str, arguments: dict) -> str:
+    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
+
+
+@pytest.mark.parametrize("answer, runs", [("yes", True), ("no", False)])
+def test_a_tool_that_asks_first_runs_on_the_first_tabs_yes_only(model, answer, runs):
+    model.enqueue(tool_call("notes__delete_note", {"name": "a.txt"}), "Done as you said.")
+    ran: list[dict] = []
+    with web_server() as server:
+        server.room.conversation.tools.register(asking_tool(ran))
+        asker, other = server.tab(), server.tab()
+        asker.next(), other.next()
+        asker.send({"type": "text", "text": "Delete a.txt."})
+        asked = other.until_type("confirm-asked")[-1]
+        assert asked["question"] == "Shall I run delete note on notes, with name a.txt?"
+        other.send({"type": "confirm", "answer": answer})
+        answered = asker.until_type("confirm-answered")[-1]
+        assert (answered["allowed"], answered["outcome"]) == (runs, answer)
+        asker.send({"type": "confirm", "answer": "yes"})  # too late: the first answer won
+        assert "No question is waiting" in asker.until_type("error")[-1]["message"]
+        if {"type": "state", "state": "idle"} not in asker.seen:  # the reply may end first
+            asker.until_idle()
+    assert ran == ([{"name": "a.txt"}] if runs else [])
+
+
+def test_a_message_the_server_cannot_take_gets_a_clear_error_and_the_talk_goes_on(model):
+    model.enqueue("Still here.")
+    with web_server() as server:
+        tab = server.tab()
+        tab.next()
+        for bad, said in (("{not json", "not a JSON object"), ('"text"', "not a JSON object"),
+                          (json.dumps({"type": "dance"}), "Unknown message type"),
+                          (json.dumps({"type": "text", "text": "  "}), "non-empty")):
+            tab.send(bad)
+            error = tab.next()
+            assert error["type"] == "error" and error["stage"] == "request"
+            assert said in error["message"]
+        tab.send({"type": "text", "text": "Are you there?"})
+        got = tab.until_idle()
+        assert next(m for m in got if m["type"] == "reply-done")["text"] == "Still here."
+
+
+def test_a_summary_written_between_turns_reaches_the_tabs_and_the_api(monkeypatch):
+    summarizing = SummarizingModel(2048)
+    monkeypatch.setattr(engines, "load_model", lambda chosen: summarizing)
+    settings = Settings(model=ModelSettings(no_local_intents=True, ctx=2048,
+                                            answer_tokens=256))
+    with web_server(settings) as server:
+        tab = server.tab()
+        tab.next()
+        summary = None
+        for n in range(5):
+            question, answer = filler(n)
+            summarizing.enqueue(answer)
+            tab.send({"type": "text", "text": question})
+            tab.until_idle()
+            assert server.room.wait_between_turns(HUNG_S)
+            if server.room.conversation.summary.covered_through:
+                summary = tab.until_type("summary")[-1]
+                break
+        assert summary is not None, "no summary was written"
+        kinds = types(tab.seen)
+        assert kinds.index("summary-start") < kinds.index("summary")
+        api = server.conversation()["summary"]
+        assert api["covered_through"] == summary["covered_through"] >= 2
+        assert api["text"] == summary["text"] and "topic 0" in api["text"]
