@@ -12,39 +12,16 @@ server cannot take gets a clear error and the conversation goes on.
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Iterator, Sequence
 
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from assistant.confirmation import Confirmation
 from assistant.session import engines
 from assistant.session.settings import ModelSettings, Settings
-from assistant.tools import Tool
-from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
 from tests.support.clocks import HUNG_S
-from tests.support.conversations import filler, varied_words
+from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
-from tests.support.web import web_server
-
-
-class EndlessModel(ScriptedChatModel):
-    """Writes words (never the same twice) until the reply is stopped."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.writing = threading.Event()
-
-    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
-               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
-        for word in varied_words(5000).split():
-            if cancel is not None and cancel.cancelled:
-                return
-            self.writing.set()
-            yield TextChunk(word + " ")
-            time.sleep(0.01)
+from tests.support.web import EndlessModel, asking_tool, tool_call, web_server
 
 
 @pytest.fixture
@@ -133,20 +110,6 @@ def test_stop_stops_the_reply_and_a_message_meanwhile_is_refused(monkeypatch):
         assert done["cancelled"]
         kept = server.conversation()["messages"]
         assert [m["text"] for m in kept if m["role"] == "user"] == ["Tell me everything."]
-
-
-def asking_tool(ran: list[dict]) -> Tool:
-    return Tool(ToolSpec("notes__delete_note", "Delete a note.",
-                         {"type": "object", "properties": {"name": {"type": "string"}}}),
-                lambda arguments: ran.append(arguments) or "Deleted.",
-                lambda _: "Asking notes: delete_note",
-                approval=lambda arguments: Confirmation("notes__delete_note", "notes",
-                                                        "delete_note", arguments),
-                source="notes")
-
-
-def tool_call(name: str, arguments: dict) -> str:
-    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
 
 
 @pytest.mark.parametrize("answer, runs", [("yes", True), ("no", False)])

@@ -219,6 +219,9 @@ class WebRoom:
                                              "--debug for details. The conversation is kept."))
         finally:
             done.set()
+            # Due before the tabs hear Parley is idle: whoever waits for the work between
+            # turns from then waits for this one.
+            self._between_turns.expect()
             with self._lock:
                 self._announce()
                 self._cancel = None

@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 import uvicorn
 from websockets.sync.client import ClientConnection, connect
 
+from assistant.confirmation import Confirmation
 from assistant.session.builder import chat_session
 from assistant.session.settings import ModelSettings, Settings
+from assistant.tools import Tool
 from assistant.web.app import build_app
 from assistant.web.room import WebRoom
+from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
 from tests.support.clocks import HUNG_S, wait_until
+from tests.support.conversations import varied_words
+from tests.support.fakes import ScriptedChatModel
 
 TOKEN = "test-token-0123456789"
 
@@ -114,6 +120,34 @@ def web_server(settings: Settings = SETTINGS) -> Iterator[WebServer]:
             server.should_exit = True
             thread.join(HUNG_S)
             room.close()
+
+
+class EndlessModel(ScriptedChatModel):
+    """Writes words (never the same twice) until the reply is stopped."""
+
+    def stream(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+               max_tokens: int, cancel: CancelToken | None = None) -> Iterator[Chunk]:
+        for word in varied_words(5000).split():
+            if cancel is not None and cancel.cancelled:
+                return
+            yield TextChunk(word + " ")
+            time.sleep(0.01)
+
+
+def asking_tool(ran: list[dict]) -> Tool:
+    """A notes server's tool that asks first; what it was run with goes into `ran`."""
+    return Tool(ToolSpec("notes__delete_note", "Delete a note.",
+                         {"type": "object", "properties": {"name": {"type": "string"}}}),
+                lambda arguments: ran.append(arguments) or "Deleted.",
+                lambda _: "Asking notes: delete_note",
+                approval=lambda arguments: Confirmation("notes__delete_note", "notes",
+                                                        "delete_note", arguments),
+                source="notes")
+
+
+def tool_call(name: str, arguments: dict) -> str:
+    """A reply that is a call of `name`, as the embedded model writes one."""
+    return f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>'
 
 
 def _no_warnings(line: str) -> None:
