@@ -16,6 +16,7 @@ import json
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from assistant.cli.main import main
 from assistant.session import engines
 from assistant.session.settings import ModelSettings, Settings
 from tests.support.clocks import HUNG_S
@@ -174,3 +175,35 @@ def test_a_summary_written_between_turns_reaches_the_tabs_and_the_api(monkeypatc
         api = server.conversation()["summary"]
         assert api["covered_through"] == summary["covered_through"] >= 2
         assert api["text"] == summary["text"] and "topic 0" in api["text"]
+
+
+@pytest.mark.parametrize("uri", ["127.0.0.1:8765", "tcp://127.0.0.1:8765", "http://:80",
+                                 "http://127.0.0.1:99999", "http://127.0.0.1:8765/chat"])
+def test_a_wrong_address_is_one_line_before_anything_loads(uri, capsys, monkeypatch):
+    monkeypatch.setattr(engines, "load_model", lambda chosen: pytest.fail("loaded a model"))
+    assert main(["web", "--uri", uri]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err == (f"parley: --uri {uri!r} is not http://HOST:PORT (for example "
+                        "http://127.0.0.1:8765; port 0 picks a free one)\n")
+
+
+def test_a_tab_that_joins_mid_reply_gets_the_reply_so_far_then_the_rest(monkeypatch):
+    monkeypatch.setattr(engines, "load_model", lambda chosen: EndlessModel())
+    with web_server() as server:
+        one = server.tab()
+        one.next()
+        one.send({"type": "text", "text": "Tell me everything."})
+        one.until_type("text-delta")
+        two = server.tab()
+        joined = two.next()
+        assert joined["state"] == "thinking"
+        assert [m["text"] for m in joined["messages"]] == ["Tell me everything."]
+        so_far = "".join(m["text"] for m in joined["live"] if m["type"] == "text-delta")
+        assert so_far.startswith("detaaa ")
+        two.send({"type": "stop"})
+        rest = two.until_idle()
+        done = next(m for m in rest if m["type"] == "reply-done")
+        assert done["cancelled"]
+        shown = so_far + "".join(m["text"] for m in rest if m["type"] == "text-delta")
+        assert shown.strip() == done["text"].strip()

@@ -93,7 +93,9 @@ class WebRoom:
 
     def _broadcast(self, data: dict) -> None:
         with self._lock:
-            if self._state == THINKING:
+            if data["type"] == "conversation":
+                self._live.clear()  # the whole conversation again: what came before is in it
+            elif self._state == THINKING:
                 self._live.append(data)
             for send in list(self._tabs):
                 send(data)

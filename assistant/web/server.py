@@ -69,7 +69,7 @@ class _Server(uvicorn.Server):
 def serve(app, address: WebAddress, ready: Callable[[int], None]) -> None:
     """Run until Ctrl-C or SIGTERM; `ready(port)` once it listens."""
     config = uvicorn.Config(app, host=address.host, port=address.port, log_level="warning",
-                            ws="websockets-sansio", lifespan="off", access_log=False)
+                            ws="auto", lifespan="off", access_log=False)
     server = _Server(config, ready)
     try:
         server.run()

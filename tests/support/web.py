@@ -107,7 +107,7 @@ def web_server(settings: Settings = SETTINGS) -> Iterator[WebServer]:
     with chat_session(settings, _no_warnings, idle_summaries=True) as built:
         room = WebRoom(built.conversation, built.timers)
         config = uvicorn.Config(build_app(room, TOKEN), host="127.0.0.1", port=0,
-                                log_level="warning", ws="websockets-sansio", lifespan="off")
+                                log_level="warning", ws="auto", lifespan="off")
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, name="web server", daemon=True)
         thread.start()

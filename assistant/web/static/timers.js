@@ -33,7 +33,7 @@ export class Timers {
     const now = performance.now() / 1000;
     for (const t of this.running) {
       const remaining = t.paused ? t.left : t.endsAt - now;
-      t.shown.textContent = `⏱ ${t.description}: ${left(remaining)} left${t.paused ? " (paused)" : ""}`;
+      t.shown.textContent = `${t.description}: ${left(remaining)} left${t.paused ? " (paused)" : ""}`;
     }
   }
 
@@ -42,7 +42,7 @@ export class Timers {
     shown.setAttribute("role", "alert");
     const button = element("button", "", "Stop the ringing");
     button.type = "button";
-    shown.append(element("span", "", `⏰ ${text} `), button);
+    shown.append(element("span", "", `${text} `), button);
     this.ringing.append(shown);
     const silence = this.beep();
     button.addEventListener("click", () => {
