@@ -6,7 +6,8 @@ to its result; a summary shows "Summarizing…" and then its divider after the l
 it covers; Yes and No answer a tool's question; Stop stops a reply; the status says
 Thinking, then Idle; a timer counts down, then rings until its button stops it; every
 control has an accessible name. One real test runs `parley web` itself on the embedded
-model, asks the time in the browser and ends it with SIGTERM.
+model under strace, asks the time in the browser, ends it with SIGTERM and finds nothing
+written to disk.
 
 Chromium is the system's (`make` installs it) driven by Playwright; without them these
 tests skip, saying why (under CI a skip fails).
@@ -32,7 +33,8 @@ from models.base import CancelToken, Chunk, PromptMessage, ToolSpec
 from tests.support.clocks import HUNG_S, wait_until
 from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
-from tests.support.serving import START_S, Lines, environment, parley
+from tests.support.nodisk import changes_outside, guarded_env, guarded_parley, traced
+from tests.support.serving import START_S, Lines, Server
 from tests.support.web import EndlessModel, asking_tool, tool_call, web_server
 
 sync_api = pytest.importorskip("playwright.sync_api",
@@ -248,27 +250,32 @@ def test_a_timer_counts_down_then_rings_until_its_button_stops_it(page, model):
 
 
 @pytest.mark.real
-def test_parley_web_on_the_embedded_model_answers_in_the_browser_and_stops_on_sigterm(page):
-    process = subprocess.Popen(parley("web", "--uri", "http://127.0.0.1:0"),
+def test_parley_web_on_the_embedded_model_answers_in_the_browser_and_stops_on_sigterm(
+        page, tmp_path):
+    # Under strace and the audit hook: serving a conversation writes nothing to disk.
+    log = tmp_path / "trace"
+    process = subprocess.Popen(traced(guarded_parley(["web", "--uri", "http://127.0.0.1:0"]),
+                                      log),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=environment())
+                               stderr=subprocess.PIPE, text=True, env=guarded_env(tmp_path))
     assert process.stdout is not None and process.stderr is not None
-    stdout, stderr = Lines(process.stdout), Lines(process.stderr)
+    server = Server(process, "127.0.0.1", 0, Lines(process.stdout), Lines(process.stderr))
     try:
-        ready = stdout.wait_for(re.compile(r"^Parley is at (http://127\.0\.0\.1:(\d+)/"
-                                           r"\?token=[\w-]+)$"), START_S)
-        assert ready is not None, f"no address printed:\n{stderr.text(1)}"
+        ready = server.stdout.wait_for(re.compile(r"^Parley is at (http://127\.0\.0\.1:(\d+)/"
+                                                  r"\?token=[\w-]+)$"), START_S)
+        assert ready is not None, f"no address printed:\n{server.output()}"
         assert int(ready.group(2)) != 0  # the real port, not the 0 asked for
         page.goto(ready.group(1))
         say(page, "What time is it?")
         answer = page.locator("article.entry.assistant[data-seq]")
         expect(answer).to_contain_text(re.compile(r"\b\d{1,2}:\d{2}\b"))
         expect(page.get_by_role("status")).to_have_text("Idle")
-        os.kill(process.pid, signal.SIGTERM)
+        os.kill(server.parley_pid(), signal.SIGTERM)
         # Before it exits, Parley finishes reading the next prompt ahead (as chat does: it
         # cannot leave llama.cpp running), which on a busy machine takes a while.
-        assert process.wait(timeout=START_S) == 0, stderr.text(1)
+        assert process.wait(timeout=START_S) == 0, server.output()
     finally:
         if process.poll() is None:
-            process.kill()
-            process.wait()
+            server.kill()
+    assert server.stdout.text().splitlines() == [ready.group(0)]  # the one line
+    assert changes_outside(log, [tmp_path]) == []
