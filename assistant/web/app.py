@@ -42,7 +42,7 @@ def build_app(room: WebRoom, token: str) -> Starlette:
     async def page(request: Request) -> Response:
         if not allowed(request):
             return PlainTextResponse(REFUSED, status_code=403)
-        response = FileResponse(STATIC / "index.html", headers=_NO_STORE)
+        response = FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
         response.set_cookie(_cookie_name(request), token, httponly=True, samesite="strict")
         return response
 
@@ -74,6 +74,12 @@ def build_app(room: WebRoom, token: str) -> Starlette:
 
 
 _NO_STORE = {"Cache-Control": "no-store"}
+_PAGE_HEADERS = {**_NO_STORE, "X-Content-Type-Options": "nosniff",
+                 # The page's own files and socket only: nothing from elsewhere runs or loads
+                 # (a second guard, behind inserting every text as text), and no site frames it.
+                 "Content-Security-Policy": "default-src 'self'; connect-src 'self'; "
+                                            "base-uri 'none'; form-action 'none'; "
+                                            "frame-ancestors 'none'"}
 
 
 def _cookie_name(connection: HTTPConnection) -> str:
