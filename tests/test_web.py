@@ -18,7 +18,7 @@ from websockets.exceptions import InvalidStatus
 
 from assistant.cli.main import main
 from assistant.session import engines
-from assistant.session.settings import ModelSettings, Settings
+from assistant.session.settings import ModelSettings, SavingSettings, Settings
 from tests.support.clocks import HUNG_S
 from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
@@ -207,3 +207,21 @@ def test_a_tab_that_joins_mid_reply_gets_the_reply_so_far_then_the_rest(monkeypa
         assert done["cancelled"]
         shown = so_far + "".join(m["text"] for m in rest if m["type"] == "text-delta")
         assert shown.strip() == done["text"].strip()
+
+
+def test_a_saved_conversation_is_served_again_with_resume(model, tmp_path):
+    talk = tmp_path / "talk.parley"
+    model.enqueue("Noted: the locker code is 4812.")
+    saving = Settings(model=ModelSettings(no_local_intents=True),
+                      saving=SavingSettings(save=talk))
+    with web_server(saving) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "text", "text": "My locker code is 4812."})
+        tab.until_idle()
+    resuming = Settings(model=ModelSettings(no_local_intents=True),
+                        saving=SavingSettings(resume=talk))
+    with web_server(resuming) as server:
+        joined = server.tab().next()
+        assert [(m["seq"], m["text"]) for m in joined["messages"]] == [
+            (1, "My locker code is 4812."), (2, "Noted: the locker code is 4812.")]

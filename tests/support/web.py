@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import uvicorn
 from websockets.sync.client import ClientConnection, connect
 
+from assistant.cli.saved import close_saved
 from assistant.confirmation import Confirmation
 from assistant.session.builder import chat_session
 from assistant.session.settings import ModelSettings, Settings
@@ -120,6 +121,7 @@ def web_server(settings: Settings = SETTINGS) -> Iterator[WebServer]:
             server.should_exit = True
             thread.join(HUNG_S)
             room.close()
+            close_saved(built.conversation)
 
 
 class EndlessModel(ScriptedChatModel):
