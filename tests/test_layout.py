@@ -132,6 +132,8 @@ def test_a_built_wheel_holds_every_subpackage(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
     assert expected <= names, sorted(expected - names)
+    page = {str(p.relative_to(ROOT)) for p in (ROOT / "assistant" / "web" / "static").iterdir()}
+    assert page and page <= names, sorted(page - names)  # `parley web`'s page is shipped
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == set(PACKAGES), tops
     assert not [n for n in names if n.endswith(".json")]

@@ -219,8 +219,10 @@ def test_a_bad_file_to_resume_stops_parley_before_the_model_loads(tmp_path, monk
 @pytest.mark.parametrize("argv, says", [
     (["chat", "--save", "a", "--resume", "b"], "parley: --save starts a new conversation file "
                                                "and --resume continues one; pass one of them"),
-    (["--save", "a", "replay", "session.json"], "parley: --save and --resume are for chat and "
-                                                "voice"),
+    (["web", "--save", "a", "--resume", "b"], "parley: --save starts a new conversation file "
+                                              "and --resume continues one; pass one of them"),
+    (["--save", "a", "replay", "session.json"], "parley: --save and --resume are for chat, "
+                                                "voice and web"),
     (["chat", "--save", "/nonexistent/folder/a"], "parley: cannot create "
                                                   "/nonexistent/folder/a: there is no folder"),
 ])

@@ -1,4 +1,4 @@
-"""`parley`: the command line (chat, voice, replay, serve, tools, devices)."""
+"""`parley`: the command line (chat, voice, replay, serve, web, tools, devices)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import NoReturn
 
 from assistant.cli.logs import configure_logging
 from assistant.cli.settings import add_settings, resolve, typed
+from assistant.cli.web import add_web_arguments
 from assistant.errors import USER_ERRORS, ConfigError
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "says otherwise. Add it in Home Assistant under Settings > Devices & "
                     "services > Add integration > Wyoming Protocol, with this machine's host "
                     "and the port. Nothing of a conversation is written to disk.")
+    web = commands.add_parser(
+        "web", help="the conversation in the browser, on a local web server",
+        description="Start a local web server and print one line with the address to open "
+                    "(it carries a random token, which every request needs). The page shows "
+                    "the numbered conversation, the reply as it is written, tool steps, "
+                    "summaries, timers and questions; every tab shares one conversation. "
+                    "GET /api/conversation and the WebSocket /ws are for scripts (see "
+                    "docs/web.md). Ctrl-C stops it.")
+    add_web_arguments(web)
     tools = commands.add_parser(
         "tools", help="list every tool the model can use, or call one: tools call NAME JSON",
         description="List every tool the model can use: Parley's own and those of the MCP "
@@ -84,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The settings go before the subcommand or after it; only typed ones count there.
     add_settings(parser, None)
     for name, sub in (("chat", chat), ("voice", voice), ("replay", replay), ("serve", serve),
-                      ("tools", tools)):
+                      ("web", web), ("tools", tools)):
         add_settings(sub, name)
     return parser
 
@@ -154,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
         return run_devices()
     if command is None and sys.stdin.isatty():
         command = "voice"  # at a terminal: voice when a microphone works
-    if command not in (None, "chat", "voice") and (args.save or args.resume):
-        raise ConfigError("--save and --resume are for chat and voice")  # never ignored
+    if command not in (None, "chat", "voice", "web") and (args.save or args.resume):
+        raise ConfigError("--save and --resume are for chat, voice and web")  # never ignored
     if command in ("voice", "replay") and args.wake_word:
         from audio.wakeword import find_wake_word
 
@@ -172,6 +182,10 @@ def run(args: argparse.Namespace) -> int:
             return run_voice(settings)
         print(f"parley: starting text chat, because voice cannot start: {problem}",
               file=sys.stderr)
+    if command == "web":
+        from assistant.cli.web import run_web
+
+        return run_web(args, settings)
     if command == "replay":
         from assistant.cli.replay import run_replay
 

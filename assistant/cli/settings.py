@@ -116,10 +116,10 @@ class Setting:
         return self.parse is _switch
 
 
-_ALL = frozenset({"chat", "voice", "replay", "serve"})
+_ALL = frozenset({"chat", "voice", "replay", "serve", "web"})
 _SPEECH = frozenset({"voice", "replay"})
 _LIVE = frozenset({"voice"})
-_TALK = frozenset({"chat", "voice"})
+_TALK = frozenset({"chat", "voice", "web"})
 _SERVE = frozenset({"serve"})
 _SPEECH_ENGINES = _SPEECH | _SERVE
 _TOOLS = frozenset({"tools"})

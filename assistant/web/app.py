@@ -1,0 +1,117 @@
+"""The Starlette application of `parley web`: the page, `GET /api/conversation` and the
+one WebSocket, `/ws`, every one of them behind the token printed with the URL.
+
+The token keeps other local users and web sites out: a page elsewhere can reach
+127.0.0.1 from the browser, but it cannot know the token. It comes in the URL's `?token=`;
+the page itself is sent a cookie holding it, so that its style sheet and scripts load
+(the cookie's name carries the port: two servers on one host keep theirs apart).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from assistant.web.room import WebRoom
+
+STATIC = Path(__file__).parent / "static"
+
+REFUSED = ("Parley refused this request: it needs the token from the address `parley web` "
+           "printed (…/?token=…). Open that address as printed.")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def build_app(room: WebRoom, token: str) -> Starlette:
+    def allowed(connection: HTTPConnection) -> bool:
+        given = connection.query_params.get("token") or connection.cookies.get(
+            _cookie_name(connection))
+        return given is not None and secrets.compare_digest(given, token)
+
+    async def page(request: Request) -> Response:
+        if not allowed(request):
+            return PlainTextResponse(REFUSED, status_code=403)
+        response = FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
+        response.set_cookie(_cookie_name(request), token, httponly=True, samesite="strict")
+        return response
+
+    async def conversation(request: Request) -> Response:
+        if not allowed(request):
+            return PlainTextResponse(REFUSED, status_code=403)
+        snapshot = room.snapshot()
+        return JSONResponse({key: snapshot[key] for key in
+                             ("messages", "summary", "state", "timers")}, headers=_NO_STORE)
+
+    async def socket(websocket: WebSocket) -> None:
+        if not allowed(websocket):
+            await websocket.send_denial_response(PlainTextResponse(REFUSED, status_code=403))
+            return
+        await websocket.accept()
+        await _serve_tab(room, websocket)
+
+    static = StaticFiles(directory=STATIC)
+
+    async def assets(scope, receive, send) -> None:
+        request = Request(scope)
+        if not allowed(request):
+            await PlainTextResponse(REFUSED, status_code=403)(scope, receive, send)
+            return
+        await static(scope, receive, send)
+
+    return Starlette(routes=[Route("/", page), Route("/api/conversation", conversation),
+                             WebSocketRoute("/ws", socket), Mount("/static", app=assets)])
+
+
+_NO_STORE = {"Cache-Control": "no-store"}
+_PAGE_HEADERS = {**_NO_STORE, "X-Content-Type-Options": "nosniff",
+                 # The page's own files and socket only: nothing from elsewhere runs or loads
+                 # (a second guard, behind inserting every text as text), and no site frames it.
+                 "Content-Security-Policy": "default-src 'self'; connect-src 'self'; "
+                                            "base-uri 'none'; form-action 'none'; "
+                                            "frame-ancestors 'none'"}
+
+
+def _cookie_name(connection: HTTPConnection) -> str:
+    return f"parley_token_{connection.url.port or 80}"
+
+
+async def _serve_tab(room: WebRoom, websocket: WebSocket) -> None:
+    """One tab: what the room broadcasts goes out in order; what the tab sends goes in."""
+    loop = asyncio.get_running_loop()
+    outgoing: asyncio.Queue[dict] = asyncio.Queue()
+
+    def send(data: dict) -> None:  # on any thread
+        loop.call_soon_threadsafe(outgoing.put_nowait, data)
+
+    async def forward() -> None:
+        while True:
+            data = await outgoing.get()
+            await websocket.send_text(json.dumps(data, ensure_ascii=False))
+
+    leave = room.join(send)
+    sender = asyncio.create_task(forward())
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None:
+                text = "binary"  # not JSON text: refused with the same clear message
+            room.receive(text, send)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        leave()
+        sender.cancel()

@@ -1,0 +1,145 @@
+// The conversation on the page. Every text goes in as text (textContent), never as HTML:
+// a message holding "<script>" shows those characters.
+
+const log = document.getElementById("log");
+
+export function element(tag, className, text) {
+  const made = document.createElement(tag);
+  if (className) made.className = className;
+  if (text !== undefined) made.textContent = text;
+  return made;
+}
+
+function clock(at) {
+  if (!at) return null;
+  const when = new Date(at);
+  const shown = element("time", "", when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }));
+  shown.dateTime = at;
+  return shown;
+}
+
+export class Conversation {
+  constructor() {
+    this.entries = new Map(); // message number -> its element
+    this.streaming = null; // the reply being written: {root, body}
+    this.pendingSteps = []; // tool steps shown before their message joined
+    this.summarizing = null;
+  }
+
+  clear() {
+    log.replaceChildren();
+    this.entries.clear();
+    this.streaming = null;
+    this.pendingSteps = [];
+    this.summarizing = null;
+  }
+
+  // A numbered message: the user's, Parley's answer, or a tool's result (as a step).
+  message(m) {
+    if (this.entries.has(m.seq)) return;
+    if (m.role === "tool") {
+      const step = this.pendingSteps.shift() || this.step(m.label || m.tool);
+      step.root.querySelector(".seq").textContent = `#${m.seq}`;
+      step.result.textContent = m.text;
+      this.entries.set(m.seq, step.root);
+      return;
+    }
+    let root;
+    if (m.role === "assistant" && this.streaming) {
+      root = this.streaming.root;
+      root.classList.remove("streaming");
+      root.querySelector(".body").textContent = m.text;
+      this.streaming = null;
+    } else {
+      root = this.entry(m.role);
+      root.querySelector(".body").textContent = m.text;
+    }
+    root.querySelector(".seq").textContent = `#${m.seq}`;
+    const time = clock(m.at);
+    if (time) root.querySelector(".seq").after(time);
+    root.dataset.seq = m.seq;
+    this.entries.set(m.seq, root);
+  }
+
+  entry(role) {
+    const root = element("article", `entry ${role}`);
+    root.append(element("span", "seq", "…"), element("span", "who", role === "user" ? "You" : "Parley"),
+                element("span", "body"));
+    log.append(root);
+    return root;
+  }
+
+  // A piece of the answer as it is written.
+  delta(text) {
+    if (!this.streaming) {
+      const root = this.entry("assistant");
+      root.classList.add("streaming");
+      this.streaming = { root, body: root.querySelector(".body") };
+    }
+    this.streaming.body.textContent += text;
+  }
+
+  // The reply ended: a text shown but never kept (a reply stopped) stays as it was shown.
+  done(cancelled) {
+    if (this.streaming) this.streaming.root.classList.remove("streaming");
+    this.streaming = null;
+    if (cancelled) this.line("Stopped.");
+  }
+
+  // A tool step: its label on a dim line, opening to its result.
+  step(label) {
+    const root = element("details", "step");
+    const head = element("summary");
+    head.append(element("span", "seq", ""), element("span", "label", stepText(label)));
+    const result = element("pre", "result", "");
+    root.append(head, result);
+    log.append(root);
+    const step = { root, result };
+    return step;
+  }
+
+  toolCall(label) {
+    this.streaming = null; // text after a tool is a new piece of the answer
+    this.pendingSteps.push(this.step(label));
+  }
+
+  toolResult(content) {
+    const step = this.pendingSteps.find((s) => !s.result.textContent);
+    if (step) step.result.textContent = content;
+  }
+
+  line(text, kind = "") {
+    const shown = element("p", `line ${kind}`.trim(), stepText(text));
+    log.append(shown);
+    return shown;
+  }
+
+  summaryStarted() {
+    this.summarizing?.remove();
+    this.summarizing = this.line("Summarizing the earlier conversation…");
+  }
+
+  summaryEnded(text) {
+    this.summarizing?.remove();
+    this.summarizing = null;
+    if (text) this.line(text);
+  }
+
+  // The divider after the last message the summary covers, opening to its text.
+  summary(text, coveredThrough) {
+    this.summaryEnded("");
+    log.querySelector(".divider")?.remove();
+    if (!coveredThrough) return;
+    const divider = element("details", "divider");
+    divider.append(element("summary", "", "Summary of earlier conversation"), element("pre", "", text));
+    const last = [...this.entries.keys()].filter((seq) => seq <= coveredThrough).sort((a, b) => a - b).pop();
+    if (last !== undefined) this.entries.get(last).after(divider);
+    else log.prepend(divider);
+  }
+}
+
+// A step still going gets "…"; one that is a finished sentence keeps its stop (as the
+// terminal shows them).
+function stepText(text) {
+  return text.endsWith("…") || text.endsWith(".") ? text : `${text}…`;
+}
