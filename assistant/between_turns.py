@@ -64,6 +64,9 @@ class BetweenTurns:
         self.idle.set()
         self._lock = threading.Lock()
         self._cancel: CancelToken | None = None
+        self._closing = CancelToken()
+        """Parley is closing: even the prompt read ahead (which a reply waits for, since
+        it reads it anyway) stops."""
         self._summarizing = False
         """A summary is being written (else the prompt is being prepared)."""
         self._stopped: tuple[float, str] | None = None
@@ -93,7 +96,7 @@ class BetweenTurns:
             if self.conversation.settings.idle_summaries and summarize():
                 self.conversation.summarize_ahead(self._tracked(emit), cancel)
             if self.prepare and not cancel.cancelled:
-                self.prepared_tokens += self.conversation.prepare_next()
+                self.prepared_tokens += self.conversation.prepare_next(self._closing)
         except Exception:  # a bug; only an optimisation failed, the conversation goes on
             log.exception("the work between turns failed")
         finally:
@@ -119,6 +122,12 @@ class BetweenTurns:
                 self._stopped = (self.clock(),
                                  SUMMARY_WAIT if self._summarizing else PREPARE_WAIT)
             cancel.cancel()
+
+    def close(self) -> None:
+        """Parley is closing: stop the work, the prompt being read ahead too (between two
+        of the model's steps), and do no more; `wait()` for the step in progress."""
+        self._closing.cancel()
+        self.stop(timed=False)
 
     def finish(self, stop: bool = True) -> None:
         """Before a reply: stop the work (unless `stop` is False: then the reply waits for

@@ -269,13 +269,14 @@ class Conversation:
             self.history.keep_last(self.settings.max_messages)
             self._search_cache.forget_missing(self.history.messages)
 
-    def prepare_next(self) -> int:
+    def prepare_next(self, stop: CancelToken | None = None) -> int:
         """Process the next reply's prompt beginning now, while the user is talking.
 
         It is the prompt the next reply builds, without the message not yet said (room is
         kept for it): llama.cpp then reuses it, and the reply only processes the user's
         new message. Returns the tokens processed: 0 for a model that cannot read a prompt
-        ahead (`ModelCapabilities.prefill`), which is then not asked to.
+        ahead (`ModelCapabilities.prefill`), which is then not asked to. `stop` cancelled
+        (Parley is closing) ends it between two of the model's steps.
         """
         if not self.model.capabilities.prefill:
             log.debug("the model %s cannot read a prompt ahead: nothing prepared",
@@ -287,7 +288,7 @@ class Conversation:
             prompt = self.prompts.build(self.history.messages, self.summary,
                                         self.history.next_seq, specs,
                                         reserve=NEXT_MESSAGE_TOKENS, recall=False)
-            processed = self.model.prefill(prompt.messages, specs)
+            processed = self.model.prefill(prompt.messages, specs, stop)
         except (CurrentMessageTooLong, EngineError):  # only an optimisation: the reply does it
             log.debug("preparing the next prompt failed", exc_info=True)
             return 0

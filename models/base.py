@@ -121,9 +121,11 @@ class ChatModel(ABC):
     ) -> Iterator[Chunk]:
         """Generate an answer; stops early when `cancel` is set."""
 
-    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+                stop: CancelToken | None = None) -> int:
         """Process a prompt's beginning ahead of time, so the next reply that starts with it
-        only pays for what is new; returns the tokens processed. Called only when
+        only pays for what is new; returns the tokens processed. `stop` cancelled (Parley is
+        closing): it stops between two steps, what was read kept. Called only when
         `capabilities.prefill`; without it, nothing is done."""
         return 0
 

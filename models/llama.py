@@ -280,7 +280,8 @@ class LlamaChatModel(ChatModel):
                                   f"prompt: {exc}") from exc
         return not cancel.cancelled
 
-    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+                stop: CancelToken | None = None) -> int:
         # Rendered without the generation prompt: exactly the beginning the next prompt,
         # which adds the user's next message, will share.
         tokens = self._tokens(self._render(messages, tools, False))
@@ -289,6 +290,11 @@ class LlamaChatModel(ChatModel):
         cached = self._cached_prefix(tokens)
         if cached >= len(tokens) - 1:
             return 0
+        # A batch at a time, as a reply's prompt is read (the same batches, so the same
+        # numbers): Parley closing does not wait for the whole prompt (613 tokens took 62 s
+        # on two busy cores).
+        if not self._read_prompt(tokens, cached, stop or CancelToken()):
+            return self._llm.n_tokens - cached
         # One generated token is the cheapest way through llama-cpp-python's public API to
         # evaluate a prompt; the next call's prefix match simply ignores it.
         pieces = self._llm.create_completion(tokens, max_tokens=1, temperature=0.0, stream=True,

@@ -68,3 +68,32 @@ def test_stopped_before_it_begins_nothing_is_done_and_no_wait_is_timed_for_an_in
     work.stop(timed=False)  # the user only stopped Parley
     work.run(events.append)
     assert events == [] and work.waited() is None
+
+
+def test_closing_stops_the_prompt_being_read_ahead_between_two_steps():
+    """A reply waits for the prompt read ahead (it reads it anyway); Parley closing does
+    not: /quit or SIGTERM came 62 s after a reply on two busy cores, waiting for it."""
+    import threading
+
+    class SteppedPrefill(HeldSummaries):
+        def __init__(self):
+            super().__init__()
+            self.reading, self.steps = threading.Event(), 0
+
+        def prefill(self, messages, tools, stop=None):
+            self.reading.set()
+            while not (stop is not None and stop.cancelled):
+                self.steps += 1  # one of llama.cpp's batches
+                threading.Event().wait(0.01)
+            return self.steps
+
+    model = SteppedPrefill()
+    conversation = Conversation(model, builtin_tools(), ReplySettings(answer_tokens=256))
+    work = BetweenTurns(conversation)
+    work.start(lambda event: None)
+    assert model.reading.wait(HUNG_S)
+    work.close()
+    assert work.wait(HUNG_S) and work.idle.is_set()
+    read = model.steps
+    work.run(lambda event: None)  # nothing more is read once closing
+    assert model.steps == read

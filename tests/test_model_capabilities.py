@@ -75,7 +75,7 @@ def test_a_model_that_cannot_prefill_is_not_asked_to():
     class NoPrefill(ScriptedChatModel):
         capabilities = ModelCapabilities()
 
-        def prefill(self, messages, tools) -> int:
+        def prefill(self, messages, tools, stop=None) -> int:
             raise AssertionError("prefill was called on a model that cannot")
 
     model = NoPrefill()

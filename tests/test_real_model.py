@@ -101,6 +101,20 @@ def test_llama_cpp_failures_while_generating_are_engine_errors(small_model, monk
                              PromptMessage("user", "Count the stars in this sentence.")], [])
 
 
+
+def test_a_prompt_read_ahead_stops_between_two_batches_when_parley_closes(small_model):
+    from models.base import CancelToken, PromptMessage
+
+    messages = [PromptMessage("system", "You are Parley, a test."),
+                PromptMessage("user", " ".join(f"Stone number {n} is grey." for n in range(60)))]
+    closing = CancelToken()
+    closing.cancel()
+    assert small_model.prefill(messages, [], closing) == 0  # not one batch read
+    read = small_model.prefill(messages, [])
+    assert read > 64  # read whole when not stopped: several of llama.cpp's batches
+    assert small_model.prefill(messages, []) == 0  # and kept
+
+
 # What Qwen2.5's and Llama 3.1's templates do with tools: print each call's arguments with
 # `tojson` (a JSON string would come out quoted), and the tool's name on its result.
 TOOL_TEMPLATE = """\

@@ -437,7 +437,7 @@ def test_closing_waits_for_the_model_step_in_progress():
             self.started, self.release = threading.Event(), threading.Event()
             self.finished = False
 
-        def prefill(self, messages, tools):
+        def prefill(self, messages, tools, stop=None):
             self.started.set()
             self.release.wait(10)  # a prompt evaluation that cannot be interrupted
             self.finished = True

@@ -166,7 +166,8 @@ class ChatSession:
                               cancel.cancel)
             self._start_idle()
         # Leaving while llama.cpp still runs on a daemon thread can crash the interpreter.
-        self._stop_idle()
+        self._between_turns.close()
+        self._between_turns.wait()
         self.end_timers()
         return 0
 

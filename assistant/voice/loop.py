@@ -277,6 +277,7 @@ class VoiceLoop:
         """
         if not self.replies.closing:
             self.replies.closing = True
+            self.between_turns.close()
             with self._audio_lock:
                 self.end_of_turn.close()
             self.interrupt()

@@ -261,11 +261,12 @@ class WebRoom:
     def close(self) -> None:
         """Parley is closing: stop the reply and the work between turns, and wait for them
         (leaving while llama.cpp still runs on a thread can crash the interpreter)."""
+        self._between_turns.close()
         self.stop()
         worker = self._worker
         if worker is not None:
             worker.wait(30)
-        self._between_turns.finish(stop=True)
+        self._between_turns.wait()
 
 
 def _refused(message: str) -> dict:

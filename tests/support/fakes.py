@@ -61,7 +61,8 @@ class ScriptedChatModel(ChatModel):
     def overhead_tokens(self, tools: Sequence[ToolSpec]) -> int:
         return 3 + sum(20 + len(t.description) // 4 for t in tools)
 
-    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec]) -> int:
+    def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
+                stop: CancelToken | None = None) -> int:
         self.prefills.append(list(messages))
         return sum(self.count_tokens(m) for m in messages)
 
