@@ -5,7 +5,8 @@ What a user sees and does: switching Hands-free on, the question is heard and sh
 their message, and the reply is answered and played; Push to talk (the space bar) hears
 what is said while it is held; a refused microphone, or a page that is not a secure
 context, is said in words, the voice controls are off and typed chat works. One real test
-runs `parley web` on the embedded engines and asks it the time aloud.
+runs `parley web` on the embedded engines (under the audit hook that fails a write to
+disk) and asks it the time aloud.
 
 Chromium is the system's, driven by Playwright; without them (or espeak-ng) these tests
 skip, saying why.
@@ -13,8 +14,10 @@ skip, saying why.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +32,7 @@ from tests.support import espeak
 from tests.support.clips import RATE, silence
 from tests.support.clocks import HUNG_S
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.nodisk import guarded_env, guarded_parley
 from tests.support.serving import START_S, Lines, Server
 from tests.support.web import web_server
 
@@ -174,9 +178,10 @@ def test_a_page_that_is_not_a_secure_context_says_so_and_typed_chat_works(open_p
 def test_parley_web_on_the_embedded_engines_hears_and_answers_a_spoken_question(
         open_page, tmp_path):
     wav = spoken_wav(tmp_path, "What time is it?")
-    process = subprocess.Popen(["parley", "web", "--uri", "http://127.0.0.1:0"],
+    # Under the audit hook: a write outside tmp_path fails the process.
+    process = subprocess.Popen(guarded_parley(["web", "--uri", "http://127.0.0.1:0"]),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, env=guarded_env(tmp_path))
     assert process.stdout is not None and process.stderr is not None
     server = Server(process, "127.0.0.1", 0, Lines(process.stdout), Lines(process.stderr))
     try:
@@ -192,5 +197,9 @@ def test_parley_web_on_the_embedded_engines_hears_and_answers_a_spoken_question(
         answer = page.locator("article.entry.assistant[data-seq]")
         expect(answer).to_contain_text(re.compile(r"\b\d{1,2}:\d{2}\b"))
         expect(page.locator("body")).to_have_attribute("data-audio-played", re.compile(r"\d"))
+        os.kill(server.parley_pid(), signal.SIGTERM)
+        assert process.wait(timeout=START_S) == 0, server.output()
     finally:
-        server.kill()
+        if process.poll() is None:
+            server.kill()
+    assert "Voice is off" not in server.stderr.text()
