@@ -20,11 +20,12 @@ import pytest
 from assistant.errors import ModelError
 from assistant.session import engines
 from assistant.session.settings import ListeningSettings, ModelSettings, Settings
+from tests.support import espeak
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.web import Tab, web_server
 
-QUESTION, OVER = 8000, 14000
+QUESTION, OVER, FOLLOW_UP = 8000, 14000, 11000
 """The loudness of the clips the stand-in speech-to-text hears as these words."""
 SCRIPT = {QUESTION: "What is the capital of France?", OVER: "Wait, stop."}
 SETTINGS = Settings(model=ModelSettings(no_local_intents=True),
@@ -101,6 +102,7 @@ def test_speech_is_heard_shown_answered_and_its_audio_streamed_back(model):
         assert [(m["role"], m["text"]) for m in api] == [
             ("user", "What is the capital of France?"),
             ("assistant", "Paris is the capital of France.")]
+        assert server.tab().next()["live"] == []  # that turn is over: a new tab has it all
 
 
 def test_stop_while_speaking_silences_the_reply_at_once(model):
@@ -171,6 +173,32 @@ def test_with_hands_free_off_and_nothing_held_the_microphone_is_not_heard(model)
         assert [m for m in tab.seen if m["type"] in ("heard", "heard-partial")] == []
         assert stt.heard == []
         assert "listening" not in states(tab)
+
+
+def test_the_wake_word_and_the_follow_up_window_work_as_in_voice(model):
+    if espeak.missing_reason():
+        pytest.skip(espeak.missing_reason())
+    said = espeak.espeak("Okay Nabu").astype(np.float64)
+    okay_nabu = (said * (2000 / np.abs(said).max())).astype(np.int16)  # quieter than the rest
+    model.enqueue("Paris.", "Lyon.")
+    stt = ScriptedSpeechToText(SCRIPT | {FOLLOW_UP: "And the second city?"})
+    listening = ListeningSettings(end_of_turn="silence", wake_word="okay_nabu", follow_up_s=4)
+    settings = Settings(model=ModelSettings(no_local_intents=True), listening=listening)
+    with web_server(settings, (stt, ToneTextToSpeech(ms_per_char=5))) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "hands-free", "on": True})
+        speak(tab, np.concatenate([speechlike(1.2, QUESTION), silence(1.0)]))
+        assert stt.heard == []  # no wake word: nothing was listened to
+        speak(tab, np.concatenate([okay_nabu, silence(0.1), speechlike(1.2, QUESTION),
+                                   silence(1.0)]))
+        got = until_state(tab, "listening", after="speaking")
+        assert [m["word"] for m in got if m["type"] == "wake"] == ["okay_nabu"]
+        assert tab.audio  # the chime, then the reply
+        speak(tab, np.concatenate([silence(0.5), speechlike(1.2, FOLLOW_UP), silence(1.0)]))
+        tab.until(lambda m: m["type"] == "reply-done" and m["text"] == "Lyon.")
+    users = [m.content for m in server.room.conversation.history.messages if m.role == "user"]
+    assert users == [SCRIPT[QUESTION], "And the second city?"]
 
 
 def test_a_bad_voice_message_gets_a_clear_error(model):

@@ -23,6 +23,8 @@ Send = Callable[[dict | bytes], None]
 reply's audio). Called on any thread, never blocks."""
 
 IDLE, LISTENING, THINKING, SPEAKING = "idle", "listening", "thinking", "speaking"
+QUIET = (IDLE, LISTENING)
+"""No turn is being answered."""
 
 
 @dataclass(eq=False)
@@ -99,7 +101,7 @@ class Tabs:
         with self.lock:
             if data["type"] == "conversation":
                 self._live.clear()  # the whole conversation again: what came before is in it
-            elif self._state != IDLE and data["type"] != "state":
+            elif self._state not in QUIET and data["type"] != "state":
                 self._live.append(data)
             for tab in list(self._tabs):
                 tab.send(data)
@@ -140,17 +142,18 @@ class Tabs:
             self._announced = last
 
     def set_state(self, state: str) -> None:
-        """Parley's state, when it changed; the turn's live events start afresh when it
-        leaves idle, and end when it comes back (with the timers as they are then)."""
+        """Parley's state, when it changed. A turn's live events are kept from when Parley
+        starts on it (thinking) until it is done (idle, or listening again): a tab that joins
+        meanwhile is sent them; when it is done, the tabs are sent the timers as they are."""
         with self.lock:
             if state == self._state:
                 return
             was, self._state = self._state, state
-            if was == IDLE:
+            if was in QUIET and state not in QUIET:
                 self._live.clear()
-            if state == IDLE:
+            if state in QUIET and was not in QUIET:
                 self.announce()
                 self.broadcast({"type": "timers", "timers": self.timer_list()})
             self.broadcast({"type": "state", "state": state})
-            if state == IDLE:
+            if state in QUIET:
                 self._live.clear()

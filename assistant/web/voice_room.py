@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from assistant.events import ConfirmationAsked, Event, Spoken
+from assistant.events import ConfirmationAsked, Event, Heard, Spoken
 from assistant.session.builder import VoiceSession
 from assistant.timers import Timer
 from assistant.web.speaker import WebSpeaker
@@ -55,6 +55,8 @@ class VoiceRoom:
         """The tab whose microphone is listened to."""
         self._answered = False
         """The question waiting was answered (the first answer wins)."""
+        self._asking = threading.Lock()
+        """Two tabs typing at once: one message is taken, the other refused."""
         self._inbox: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closed = threading.Event()
         session.timers.when_finished(self._timer_finished)
@@ -74,13 +76,14 @@ class VoiceRoom:
 
     def ask(self, text: str) -> bool:
         """A typed message; False if Parley is still answering."""
-        with self.tabs.lock:
-            if self.tabs.question is not None:
-                return self.answer(text)
+        if self.tabs.question is not None:
+            return self.answer(text)
+        # Not under the tabs' lock: the loop shows events while it holds its own.
+        with self._asking:
             if self.loop.replying:
                 return False
             self.loop.submit_text(text)
-            self.tabs.set_state(THINKING)
+        self.tabs.set_state(THINKING)
         return True
 
     def stop(self) -> None:
@@ -168,6 +171,8 @@ class VoiceRoom:
         with self.tabs.lock:
             if isinstance(event, ConfirmationAsked):
                 self._answered = False
+            elif isinstance(event, Heard) and event.text:  # Parley is on it from now
+                self.tabs.set_state(THINKING)
             self.tabs.emit(event)
             if isinstance(event, Spoken):  # however short it is, the tabs see it spoken
                 self.tabs.set_state(SPEAKING)
