@@ -78,7 +78,10 @@ def audio_seconds(tab: Tab) -> float:
 def test_speech_is_heard_shown_answered_and_its_audio_streamed_back(model):
     model.enqueue("Paris is the capital of France.")
     stt, tts = ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(ms_per_char=20)
-    with web_server(SETTINGS, (stt, tts)) as server:
+    # Voice's own settings (in a config file, say) are not the page's: it listens hands-free.
+    for_voice = ListeningSettings(end_of_turn="silence", push_to_talk=True, echo_cancel=True)
+    settings = Settings(model=ModelSettings(no_local_intents=True), listening=for_voice)
+    with web_server(settings, (stt, tts)) as server:
         tab = server.tab()
         assert tab.next()["voice"] is True
         tab.send({"type": "hands-free", "on": True})

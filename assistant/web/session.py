@@ -38,6 +38,10 @@ def web_room(settings: Settings, warn: Warn, loaded: Loaded | None = None
         return
     speaker = WebSpeaker()
     events = EventRelay()
+    # Set in the environment or the config file for voice, these are not the page's: the
+    # browser cancels the echo, and the page has both Hands-free and Push to talk.
+    settings = dataclasses.replace(settings, listening=dataclasses.replace(
+        settings.listening, echo_cancel=False, push_to_talk=False))
     barge_in = settings.listening.barge_in
 
     def adjust(chosen, in_real_time: bool):

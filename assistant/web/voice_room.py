@@ -48,7 +48,7 @@ class VoiceRoom:
         self.loop = session.loop
         self.speaker = speaker
         self.tabs = Tabs(session.conversation, session.timers)
-        self.voice = self
+        self.voice = self  # it listens: the inbox hands it the tabs' microphones
         events.target = self._show
         speaker.to_tabs = self.tabs.broadcast_audio
         self._owner: Tab | None = None

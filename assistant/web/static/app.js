@@ -174,7 +174,6 @@ async function press() {
     return;
   }
   if (!held) return; // released while the microphone started: nothing was said
-  voice.stop(); // the user talks: Parley stops speaking
   send({ type: "talk", pressed: true });
   listen();
 }
