@@ -3,7 +3,7 @@ question (espeak-ng), into the page's AudioWorklet and over the WebSocket to the
 
 What a user sees and does: switching Hands-free on, the question is heard and shown as
 their message, and the reply is answered and played; Push to talk (the space bar) hears
-what is said while it is held; a refused microphone, or a page that is not a secure
+what is said while it is held; Stop silences the reply; a refused microphone, or a page that is not a secure
 context, is said in words, the voice controls are off and typed chat works. One real test
 runs `parley web` on the embedded engines (under the audit hook that fails a write to
 disk) and asks it the time aloud.
@@ -137,6 +137,25 @@ def test_the_space_bar_talks_while_it_is_held(open_page, model, tmp_path):
         expect(entry(page, 1)).to_contain_text(QUESTION)
         expect(entry(page, 2)).to_contain_text("Paris.")
         expect(status).to_have_text("Idle")
+
+
+def test_stop_silences_the_reply_in_the_page_at_once(open_page, model):
+    model.enqueue("Once upon a time a fox lived by the river, and every morning she walked "
+                  "down to the old mill to watch the boats go by.")
+    page = open_page(*FAKE_MICROPHONE)
+    with web_server(SETTINGS, (hears_the_question(), ToneTextToSpeech(50))) as server:
+        page.goto(server.page_url)
+        box = page.get_by_role("textbox", name="Message")
+        box.fill("Tell me a story.")
+        box.press("Enter")  # a press: the page may play sound from now
+        status = page.get_by_role("status")
+        expect(status).to_have_text("Speaking")
+        body = page.locator("body")
+        expect(body).to_have_attribute("data-audio-playing", re.compile(r"^[1-9]"))
+        page.get_by_role("button", name="Stop").click()
+        expect(body).to_have_attribute("data-audio-playing", "0")
+        expect(status).to_have_text("Idle")
+        expect(page.get_by_text("Stopped speaking.")).to_be_visible()
 
 
 def test_a_refused_microphone_is_said_and_typed_chat_works(open_page, model):

@@ -84,11 +84,18 @@ export class Voice {
     source.start(at);
     this.playEnds = at + buffer.duration;
     this.playing.add(source);
+    this.showPlaying();
     source.onended = () => {
       if (!this.playing.delete(source)) return; // stopped, not played out
       this.played += 1;
       document.body.dataset.audioPlayed = String(this.played);
+      this.showPlaying();
     };
+  }
+
+  // How many frames are playing or queued, on the page's body (for tests and scripts).
+  showPlaying() {
+    document.body.dataset.audioPlaying = String(this.playing.size);
   }
 
   // Silence the reply at once, and drop what is queued.
@@ -97,5 +104,6 @@ export class Voice {
     this.playing.clear();
     for (const source of stopped) source.stop();
     this.playEnds = 0;
+    this.showPlaying();
   }
 }
