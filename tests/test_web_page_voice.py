@@ -3,8 +3,9 @@ question (espeak-ng), into the page's AudioWorklet and over the WebSocket to the
 
 What a user sees and does: switching Hands-free on, the question is heard and shown as
 their message, and the reply is answered and played; Push to talk (the space bar) hears
-what is said while it is held; Stop silences the reply; a refused microphone, or a page that is not a secure
-context, is said in words, the voice controls are off and typed chat works. One real test
+what is said while it is held; Stop silences the reply; a refused microphone, or a page
+that is not a secure context, is said in words, the voice controls are off and typed chat
+works. One real test
 runs `parley web` on the embedded engines (under the audit hook that fails a write to
 disk) and asks it the time aloud.
 

@@ -123,6 +123,11 @@ def test_stop_while_speaking_silences_the_reply_at_once(model):
         assert 0 < interrupted["spoken_seconds"] < 5
         assert LONG_ANSWER.startswith(interrupted["heard_text"])
         assert audio_seconds(tab) < len(LONG_ANSWER) * 0.05  # not all of it was sent
+        # The reply is kept noting what was heard of it, and the tab shows it so.
+        kept = server.conversation()["messages"][-1]["text"]
+        assert "[Spoken aloud; the user interrupted" in kept
+        shown = [m["text"] for m in tab.seen if m["type"] == "message" and m["seq"] == 2]
+        assert shown[-1] == kept
 
 
 def test_speaking_over_the_reply_stops_it_and_is_heard(model):

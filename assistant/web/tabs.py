@@ -23,6 +23,8 @@ Send = Callable[[dict | bytes], None]
 reply's audio). Called on any thread, never blocks."""
 
 IDLE, LISTENING, THINKING, SPEAKING = "idle", "listening", "thinking", "speaking"
+RECENT = 4
+"""The last messages whose text may still change (a reply noted as cut short)."""
 QUIET = (IDLE, LISTENING)
 """No turn is being answered."""
 
@@ -59,6 +61,9 @@ class Tabs:
         """The events of the turn in progress: a tab that joins mid-turn sees them."""
         self._announced = conversation.history.next_seq - 1
         """The last message number the tabs were sent."""
+        self._texts: dict[int, str] = {
+            m.seq: m.content for m in conversation.history.messages[-RECENT:]}
+        """The texts of the last messages as the tabs were sent them."""
         self.question: ConfirmationAsked | None = None
         """The question a tool asked that waits for its answer."""
 
@@ -125,21 +130,25 @@ class Tabs:
             self.broadcast(event.to_dict())
 
     def announce(self) -> None:
-        """Send the tabs the messages that joined the conversation since the last time; if
-        some were taken back (a reply that failed or was stopped before any text), the whole
-        conversation again."""
+        """Send the tabs the messages that joined the conversation since the last time, and
+        again a recent one whose text changed (a spoken reply the user cut short is noted
+        so); if some were taken back (a reply that failed or was stopped before any text),
+        the whole conversation again."""
         with self.lock:
             messages = self.conversation.history.messages
             last = messages[-1].seq if messages else 0
             if last < self._announced:
                 self._announced = last
+                self._texts = {m.seq: m.content for m in messages[-RECENT:]}
                 self.broadcast(self.snapshot())
                 return
             for message in messages:
-                if message.seq > self._announced:
+                if message.seq > self._announced \
+                        or self._texts.get(message.seq, message.content) != message.content:
                     self.broadcast({"type": "message",
                                     **message_dict(message, self.conversation)})
             self._announced = last
+            self._texts = {m.seq: m.content for m in messages[-RECENT:]}
 
     def set_state(self, state: str) -> None:
         """Parley's state, when it changed. A turn's live events are kept from when Parley

@@ -59,7 +59,11 @@ export class Conversation {
 
   // A numbered message: the user's, Parley's answer, or a tool's result (as a step).
   message(m) {
-    if (this.entries.has(m.seq)) return;
+    const known = this.entries.get(m.seq);
+    if (known) { // sent again: its text changed (a spoken reply noted as cut short)
+      (known.querySelector(".body") || known.querySelector(".result")).textContent = m.text;
+      return;
+    }
     if (m.role === "tool") {
       const step = this.pendingSteps.shift() || this.step(m.label || m.tool);
       step.root.querySelector(".seq").textContent = `#${m.seq}`;
