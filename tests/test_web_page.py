@@ -227,6 +227,7 @@ def test_every_control_has_an_accessible_name(page, model):
     with web_server() as server:
         page.goto(server.page_url)
         for role, name in (("textbox", "Message"), ("button", "Send"), ("button", "Stop"),
+                           ("switch", "Hands-free"), ("button", "Push to talk"),
                            ("main", "Conversation"), ("status", None)):
             found = page.get_by_role(role, name=name) if name else page.get_by_role(role)
             expect(found).to_have_count(1)

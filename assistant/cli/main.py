@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(it carries a random token, which every request needs). The page shows "
                     "the numbered conversation, the reply as it is written, tool steps, "
                     "summaries, timers and questions; every tab shares one conversation. "
+                    "It talks too: switch Hands-free on or hold Push to talk, and Parley "
+                    "answers aloud in the page (the speech and listening flags of voice "
+                    "apply; without the speech engines it is typed chat). "
                     "GET /api/conversation and the WebSocket /ws are for scripts (see "
                     "docs/web.md). Ctrl-C stops it.")
     add_web_arguments(web)

@@ -117,7 +117,9 @@ class Setting:
 
 
 _ALL = frozenset({"chat", "voice", "replay", "serve", "web"})
-_SPEECH = frozenset({"voice", "replay"})
+_SPEECH = frozenset({"voice", "replay", "web"})
+_ROOM_ECHO = frozenset({"voice", "replay"})
+"""Settings for Parley's own echo cancelling: the web page has the browser's."""
 _LIVE = frozenset({"voice"})
 _TALK = frozenset({"chat", "voice", "web"})
 _SERVE = frozenset({"serve"})
@@ -215,7 +217,7 @@ SETTINGS: tuple[Setting, ...] = (
             "needs no wake word this long (default 6; 0: always say it)", "listening", _SPEECH),
     Setting("--echo-cancel", _switch, "cancel Parley's own voice in the microphone "
             "(WebRTC AEC3), so you can talk over it on speakers; turns --barge-in on",
-            "listening", _SPEECH),
+            "listening", _ROOM_ECHO),
     Setting("--barge-in", _switch, "listen while speaking: your speech stops the reply "
             "(use a headset or --echo-cancel; default: on with --echo-cancel)", "listening",
             _SPEECH),

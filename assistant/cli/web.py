@@ -1,8 +1,9 @@
 """`parley web`: the conversation in the browser, on a local web server.
 
-One conversation per server, shared by every tab. The session is built as chat's is
-(`chat_session`, the summary written between turns); the server runs until Ctrl-C or
-SIGTERM, and ends with exit code 0.
+One conversation per server, shared by every tab. The session is built as voice's is
+(`voice_session`: the tabs' microphones are heard, the replies spoken to them), or as
+chat's when the speech engines cannot load; the server runs until Ctrl-C or SIGTERM, and
+ends with exit code 0.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import webbrowser
 from rich.console import Console
 
 from assistant.cli.saved import announce, close_saved
-from assistant.session.builder import chat_session
 from assistant.session.settings import Settings
 
 DEFAULT_URI = "http://127.0.0.1:8765"
@@ -31,8 +31,8 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_web(args: argparse.Namespace, settings: Settings) -> int:
     from assistant.web.app import build_app, new_token
-    from assistant.web.room import WebRoom
     from assistant.web.server import parse_web_uri, serve
+    from assistant.web.session import web_room
 
     address = parse_web_uri(args.web_uri)  # a mistake is said before the model loads
     console = Console(highlight=False, markup=False, stderr=True)
@@ -48,15 +48,13 @@ def run_web(args: argparse.Namespace, settings: Settings) -> int:
         if args.web_open:
             webbrowser.open(url)
 
-    with chat_session(settings, lambda line: print(f"parley: {line}", file=sys.stderr,
-                                                   flush=True),
-                      idle_summaries=True) as built:
-        room = WebRoom(built.conversation, built.timers)
-        announce(built.conversation, console)
+    with web_room(settings, lambda line: print(f"parley: {line}", file=sys.stderr,
+                                               flush=True)) as room:
+        announce(room.conversation, console)
         try:
             serve(build_app(room, token), address, ready)
         finally:
             room.close()
-            close_saved(built.conversation)
+            close_saved(room.conversation)
     console.print("· Stopped.", style="dim")
     return 0

@@ -92,7 +92,8 @@ def voice_session(settings: Settings, output: Callable[[FarEnd | None], AudioOut
                   loading: Callable[[], AbstractContextManager[Any]] = nullcontext,
                   answered_by: AnsweredBy | None = None,
                   loaded: Loaded | None = None, segmenter: Segmenter | None = None,
-                  idle_summaries: bool = True) -> Iterator[VoiceSession]:
+                  idle_summaries: bool = True,
+                  show_all_between_turns: bool = False) -> Iterator[VoiceSession]:
     """A spoken conversation. `output(far_end)` makes what plays the replies (given where
     the echo canceller hears them, if it runs); `room` adds a simulated room's echo to the
     input (replay's `--echo`); `adjust(settings, in_real_time)` changes how the loop
@@ -100,6 +101,8 @@ def voice_session(settings: Settings, output: Callable[[FarEnd | None], AudioOut
     then comes in real time); `loading` wraps the models' loading (a line on screen, a
     Ctrl-C held until they are loaded). A tool that asks first asks aloud, in the reply, and
     the user's answer is heard (or `answered_by` gives it: a replay's session file).
+    `show_all_between_turns`: `render` sees the summary begin as well as its outcome (a web
+    page shows it being written).
 
     For a benchmark: `loaded` gives engines loaded once for many sessions (those it gives
     are not loaded); `segmenter` is used as it is instead of the one the listening settings
@@ -128,7 +131,8 @@ def voice_session(settings: Settings, output: Callable[[FarEnd | None], AudioOut
             played = output(far_end if microphone is not None else None)
             loop = VoiceLoop(conversation, stt, tts, played, segmenter, voice, render,
                              clock=clock, keep_audio=keep_audio, keep_records=keep_records,
-                             wake_word=wake_word, timers=timers, answered_by=answered_by)
+                             wake_word=wake_word, timers=timers, answered_by=answered_by,
+                             show_all_between_turns=show_all_between_turns)
             yield VoiceSession(settings, conversation, timers, tools, mcp, stt, tts, loop,
                                microphone, played)
     finally:

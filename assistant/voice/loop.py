@@ -70,10 +70,12 @@ class VoiceLoop:
         wake_word: WakeWordDetector | None = None,
         timers: Timers | None = None,
         answered_by: AnsweredBy | None = None,
+        show_all_between_turns: bool = False,
     ) -> None:
         """`timers`: the session's, whose timers going off this loop announces;
         `answered_by`: where the answers to its questions come from instead of the user
-        (a replay's session file)."""
+        (a replay's session file); `show_all_between_turns`: `render` is given every event
+        of the work between turns (the summary's start too), not only its outcome."""
         self.conversation = conversation
         """Whether its summary is written between turns is its own setting
         (`ReplySettings.idle_summaries`), chosen where it was built."""
@@ -84,7 +86,7 @@ class VoiceLoop:
         self.settings = settings or VoiceSettings()
         self.render = render or (lambda event: None)
         self.clock = clock
-        self.log = TurnLog(clock, self.render, keep_records)
+        self.log = TurnLog(clock, self.render, keep_records, show_all_between_turns)
         self.listener = Listener(self.settings, clock, output, segmenter, wake_word,
                                  tts.sample_rate)
         # What replies play is shown to the echo probe, which looks for it in the microphone.
@@ -185,13 +187,21 @@ class VoiceLoop:
             with self._audio_lock:  # what began after the reply was taken back was no speech
                 self.end_of_turn.speech_dropped()
 
-    def start_listening(self) -> None:
-        """Push-to-talk: Enter was pressed; listen from now."""
+    def start_listening(self, how: str = "Enter again to stop") -> None:
+        """Push-to-talk: Enter was pressed; listen from now. `how`: how the turn ends, said
+        in the status line."""
         with self._audio_lock:
             self.segmenter.reset()
             self.end_of_turn.forget_pause()
             self.listener.listening = True
-        self.render(Status("Listening… (Enter again to stop)"))
+        self.render(Status(f"Listening… ({how})"))
+
+    def forget_speech(self) -> None:
+        """The speech begun is not a request (the web page's microphone was switched off
+        mid-utterance): drop it."""
+        with self._audio_lock:
+            self.segmenter.reset()
+            self.end_of_turn.forget_pause()
 
     def stop_listening(self) -> None:
         """Push-to-talk: the second Enter ends the utterance now; end of input in replay."""

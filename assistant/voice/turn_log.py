@@ -23,12 +23,15 @@ class TurnLog:
     """The records of a voice session, and the one way to add events and timings to them."""
 
     def __init__(self, clock: Callable[[], float], render: Callable[[Event], None],
-                 keep_records: bool = True) -> None:
+                 keep_records: bool = True, show_all_between_turns: bool = False) -> None:
         self.clock = clock
         self.render = render
         self.keep_records = keep_records
         """Replay reports the records; live voice lets them go (they would grow with
         every turn of a session)."""
+        self.show_all_between_turns = show_all_between_turns
+        """Render every event of the work between turns, the summary's start too (the web
+        page shows it being written), not only its outcome."""
         self.records: list[TurnRecord] = []
         self.speculating: Speculation | None = None
         """The speculation the reply worker is answering now, if any: its turn's events
@@ -88,5 +91,5 @@ class TurnLog:
         noise, and one cut short, misleading."""
         if record is not None:
             record.idle.append(TimedEvent((self.clock() - record.started) * 1000, event))
-        if isinstance(event, (Summarized, SummaryFailed)):
+        if self.show_all_between_turns or isinstance(event, (Summarized, SummaryFailed)):
             self.render(event)

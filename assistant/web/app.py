@@ -21,7 +21,8 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from assistant.web.room import WebRoom
+from assistant.web.inbox import Room, receive
+from assistant.web.tabs import Tab
 
 STATIC = Path(__file__).parent / "static"
 
@@ -33,7 +34,7 @@ def new_token() -> str:
     return secrets.token_urlsafe(18)
 
 
-def build_app(room: WebRoom, token: str) -> Starlette:
+def build_app(room: Room, token: str) -> Starlette:
     def allowed(connection: HTTPConnection) -> bool:
         given = connection.query_params.get("token") or connection.cookies.get(
             _cookie_name(connection))
@@ -49,7 +50,7 @@ def build_app(room: WebRoom, token: str) -> Starlette:
     async def conversation(request: Request) -> Response:
         if not allowed(request):
             return PlainTextResponse(REFUSED, status_code=403)
-        snapshot = room.snapshot()
+        snapshot = room.tabs.snapshot()
         return JSONResponse({key: snapshot[key] for key in
                              ("messages", "summary", "state", "timers")}, headers=_NO_STORE)
 
@@ -86,20 +87,25 @@ def _cookie_name(connection: HTTPConnection) -> str:
     return f"parley_token_{connection.url.port or 80}"
 
 
-async def _serve_tab(room: WebRoom, websocket: WebSocket) -> None:
-    """One tab: what the room broadcasts goes out in order; what the tab sends goes in."""
+async def _serve_tab(room: Room, websocket: WebSocket) -> None:
+    """One tab: what the room broadcasts goes out in order; what the tab sends goes in
+    (JSON text, or binary frames of its microphone's audio)."""
     loop = asyncio.get_running_loop()
-    outgoing: asyncio.Queue[dict] = asyncio.Queue()
+    outgoing: asyncio.Queue[dict | bytes] = asyncio.Queue()
 
-    def send(data: dict) -> None:  # on any thread
+    def send(data: dict | bytes) -> None:  # on any thread
         loop.call_soon_threadsafe(outgoing.put_nowait, data)
 
     async def forward() -> None:
         while True:
             data = await outgoing.get()
-            await websocket.send_text(json.dumps(data, ensure_ascii=False))
+            if isinstance(data, bytes):
+                await websocket.send_bytes(data)
+            else:
+                await websocket.send_text(json.dumps(data, ensure_ascii=False))
 
-    leave = room.join(send)
+    tab = Tab(send)
+    leave = room.join(tab)
     sender = asyncio.create_task(forward())
     try:
         while True:
@@ -107,9 +113,7 @@ async def _serve_tab(room: WebRoom, websocket: WebSocket) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
-            if text is None:
-                text = "binary"  # not JSON text: refused with the same clear message
-            room.receive(text, send)
+            receive(room, text if text is not None else message.get("bytes") or b"", tab)
     except WebSocketDisconnect:
         pass
     finally:

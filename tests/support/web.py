@@ -1,6 +1,8 @@
 """`parley web` in process for the tests: the real session builder, room, Starlette app and
-uvicorn server on 127.0.0.1 (a port the OS picks), on a stand-in language model; and a tab
-as a script sees it, a WebSocket client reading the server's messages with a deadline."""
+uvicorn server on 127.0.0.1 (a port the OS picks), on a stand-in language model and
+stand-in speech engines (or none: typed chat); and a tab as a script sees it, a WebSocket
+client reading the server's messages (JSON, and the reply's audio frames) with a
+deadline."""
 
 from __future__ import annotations
 
@@ -18,15 +20,18 @@ from websockets.sync.client import ClientConnection, connect
 
 from assistant.cli.saved import close_saved
 from assistant.confirmation import Confirmation
-from assistant.session.builder import chat_session
+from assistant.session.engines import Loaded
 from assistant.session.settings import ModelSettings, Settings
 from assistant.tools import Tool
 from assistant.web.app import build_app
-from assistant.web.room import WebRoom
+from assistant.web.room import ChatRoom
+from assistant.web.session import web_room
+from assistant.web.voice_room import VoiceRoom
 from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
+from models.speech import SpeechToText, TextToSpeech
 from tests.support.clocks import HUNG_S, wait_until
 from tests.support.conversations import varied_words
-from tests.support.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 
 TOKEN = "test-token-0123456789"
 
@@ -35,7 +40,7 @@ SETTINGS = Settings(model=ModelSettings(no_local_intents=True))
 
 @dataclass
 class WebServer:
-    room: WebRoom
+    room: ChatRoom | VoiceRoom
     port: int
     tabs: ExitStack
     """The tabs connected, closed with the server."""
@@ -73,14 +78,22 @@ class Tab:
     def __init__(self, socket: ClientConnection) -> None:
         self.socket = socket
         self.seen: list[dict] = []
+        self.audio: list[bytes] = []
+        """The reply's audio frames received, in order (`seen` holds the JSON messages)."""
 
-    def send(self, data: dict | str) -> None:
-        self.socket.send(data if isinstance(data, str) else json.dumps(data))
+    def send(self, data: dict | str | bytes) -> None:
+        self.socket.send(data if isinstance(data, str | bytes) else json.dumps(data))
 
     def next(self) -> dict:
-        message = json.loads(self.socket.recv(timeout=HUNG_S))
-        self.seen.append(message)
-        return message
+        """The next JSON message (audio frames on the way are kept in `audio`)."""
+        while True:
+            received = self.socket.recv(timeout=HUNG_S)
+            if isinstance(received, bytes):
+                self.audio.append(received)
+                continue
+            message = json.loads(received)
+            self.seen.append(message)
+            return message
 
     def until(self, done: Callable[[dict], bool]) -> list[dict]:
         """The messages up to and including the first that `done` accepts."""
@@ -101,12 +114,22 @@ class Tab:
         self.socket.close()
 
 
+SPEECH = object()
+"""`web_server`'s default speech engines: a fresh stand-in pair (hears nothing said, speaks
+tones, 5 ms a character: a long answer does not keep a test waiting)."""
+
+
 @contextmanager
-def web_server(settings: Settings = SETTINGS) -> Iterator[WebServer]:
+def web_server(settings: Settings = SETTINGS,
+               speech: tuple[SpeechToText, TextToSpeech] | None | object = SPEECH,
+               warn: Callable[[str], None] | None = None) -> Iterator[WebServer]:
     """The whole server, as `parley web` builds it (the language model is whatever the test
-    made `engines.load_model` return)."""
-    with chat_session(settings, _no_warnings, idle_summaries=True) as built:
-        room = WebRoom(built.conversation, built.timers)
+    made `engines.load_model` return). `speech`: the engines to use, loaded already; None
+    loads them as the settings say (a test makes loading fail to get typed chat)."""
+    if speech is SPEECH:
+        speech = (ScriptedSpeechToText({}), ToneTextToSpeech(ms_per_char=5))
+    loaded = Loaded() if speech is None else Loaded(stt=speech[0], tts=speech[1])  # type: ignore[index]
+    with web_room(settings, warn or _no_warnings, loaded) as room:
         config = uvicorn.Config(build_app(room, TOKEN), host="127.0.0.1", port=0,
                                 log_level="warning", ws="auto", lifespan="off")
         server = uvicorn.Server(config)
@@ -121,7 +144,7 @@ def web_server(settings: Settings = SETTINGS) -> Iterator[WebServer]:
             server.should_exit = True
             thread.join(HUNG_S)
             room.close()
-            close_saved(built.conversation)
+            close_saved(room.conversation)
 
 
 class EndlessModel(ScriptedChatModel):

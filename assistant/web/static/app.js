@@ -2,16 +2,20 @@
 // (the protocol is in docs/web.md). Nothing is fetched from elsewhere.
 import { Conversation } from "./view.js";
 import { Timers } from "./timers.js";
+import { Voice, microphoneUnavailable } from "./voice.js";
 
 const token = new URLSearchParams(location.search).get("token") || "";
 const state = document.getElementById("state");
 const text = document.getElementById("text");
 const stop = document.getElementById("stop");
 const confirmBox = document.getElementById("confirm");
+const handsFree = document.getElementById("hands-free");
+const talk = document.getElementById("talk");
+const voiceNote = document.getElementById("voice-note");
 const conversation = new Conversation();
 const timers = new Timers(document.getElementById("timers"), document.getElementById("ringing"));
 
-const STATES = { idle: "Idle", thinking: "Thinking" };
+const STATES = { idle: "Idle", listening: "Listening", thinking: "Thinking", speaking: "Speaking" };
 const CUTS = {
   repetition: "The reply was cut short: it began to repeat itself.",
   "prompt-text": "The reply was cut short: it began to write its instructions.",
@@ -25,19 +29,41 @@ const ANSWERED = {
 
 const scheme = location.protocol === "https:" ? "wss:" : "ws:";
 const socket = new WebSocket(`${scheme}//${location.host}/ws?token=${encodeURIComponent(token)}`);
-socket.addEventListener("message", (received) => show(JSON.parse(received.data)));
+socket.binaryType = "arraybuffer";
+const voice = new Voice((frame) => {
+  if (socket.readyState === WebSocket.OPEN) socket.send(frame);
+});
+socket.addEventListener("message", (received) => {
+  if (received.data instanceof ArrayBuffer) voice.play(received.data); // the reply's audio
+  else show(JSON.parse(received.data));
+});
 socket.addEventListener("close", () => {
   state.textContent = "Disconnected: Parley has stopped (reload the page once it runs again)";
   stop.disabled = true;
+  voiceOff("Disconnected: reload the page once Parley runs again.");
+  voice.stop();
 });
 
 function send(message) {
-  socket.send(JSON.stringify(message));
+  if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
 }
 
 function setState(name) {
   state.textContent = STATES[name] || name;
-  stop.disabled = name !== "thinking";
+  stop.disabled = name !== "thinking" && name !== "speaking";
+}
+
+// The voice controls off, saying why in words next to them; typed chat goes on.
+function voiceOff(reason) {
+  voiceNote.textContent = reason;
+  voiceNote.hidden = false;
+  for (const control of [handsFree, talk]) {
+    control.disabled = true;
+    control.title = reason;
+  }
+  handsFree.setAttribute("aria-checked", "false");
+  talk.classList.remove("held");
+  voice.listening = false;
 }
 
 function ask(question) {
@@ -52,6 +78,7 @@ function show(m) {
       for (const message of m.messages) conversation.message(message);
       conversation.summary(m.summary.text, m.summary.covered_through);
       setState(m.state);
+      if (m.voice === false) voiceOff(`Voice is off: ${m.voice_off}. Typed chat works.`);
       timers.show(m.timers);
       confirmBox.hidden = true;
       for (const event of m.live) show(event);
@@ -61,6 +88,10 @@ function show(m) {
     case "state": setState(m.state); break;
     case "timers": timers.show(m.timers); break;
     case "text-delta": conversation.delta(m.text); break;
+    case "heard-partial": conversation.hearing(`${m.text} ${m.tentative}`.trim()); break;
+    case "heard": conversation.heard(m.text); break;
+    case "audio-stop": voice.stop(); break;
+    case "interrupted": conversation.line("Stopped speaking."); break;
     case "reply-done": conversation.done(m.cancelled); break;
     case "tool-call": conversation.toolCall(m.label); break;
     case "tool-result": conversation.toolResult(m.content); break;
@@ -94,10 +125,87 @@ document.getElementById("composer").addEventListener("submit", (submitted) => {
   submitted.preventDefault();
   const said = text.value.trim();
   if (!said) return;
+  voice.wake(); // a press: the reply's voice may play from now
   send({ type: "text", text: said });
   text.value = "";
 });
-stop.addEventListener("click", () => send({ type: "stop" }));
+stop.addEventListener("click", () => {
+  voice.stop(); // silent at once, before the server hears of it
+  send({ type: "stop" });
+});
 document.getElementById("yes").addEventListener("click", () => send({ type: "confirm", answer: "yes" }));
 document.getElementById("no").addEventListener("click", () => send({ type: "confirm", answer: "no" }));
+// -- the microphone -------------------------------------------------------------------
+
+const unavailable = microphoneUnavailable();
+if (unavailable) voiceOff(unavailable);
+let handsFreeOn = false;
+let held = false; // Push to talk (or the space bar) is held
+
+function listen() {
+  voice.listening = handsFreeOn || held;
+}
+
+handsFree.addEventListener("click", async () => {
+  const on = handsFree.getAttribute("aria-checked") !== "true";
+  if (on) {
+    try {
+      await voice.start();
+    } catch (failed) {
+      voiceOff(failed.message);
+      return;
+    }
+  }
+  handsFreeOn = on;
+  handsFree.setAttribute("aria-checked", String(on));
+  listen();
+  send({ type: "hands-free", on });
+});
+
+async function press() {
+  if (held || talk.disabled) return;
+  held = true;
+  talk.classList.add("held");
+  try {
+    await voice.start();
+  } catch (failed) {
+    held = false;
+    voiceOff(failed.message);
+    return;
+  }
+  if (!held) return; // released while the microphone started: nothing was said
+  send({ type: "talk", pressed: true });
+  listen();
+}
+
+function release() {
+  if (!held) return;
+  held = false;
+  talk.classList.remove("held");
+  // The last frames go out first (the worklet posts every 50 ms), then the release.
+  setTimeout(() => {
+    listen();
+    send({ type: "talk", pressed: false });
+  }, 60);
+}
+
+talk.addEventListener("pointerdown", (pressed) => {
+  pressed.preventDefault();
+  press();
+});
+for (const kind of ["pointerup", "pointerleave", "pointercancel"]) {
+  talk.addEventListener(kind, release);
+}
+// The space bar talks too, unless the text box has it.
+document.addEventListener("keydown", (key) => {
+  if (key.code !== "Space" || key.target === text) return;
+  key.preventDefault();
+  if (!key.repeat) press();
+});
+document.addEventListener("keyup", (key) => {
+  if (key.code !== "Space" || key.target === text) return;
+  key.preventDefault();
+  release();
+});
+
 text.focus();

@@ -24,6 +24,8 @@ export class Conversation {
     this.streaming = null; // the reply being written: {root, body}
     this.pendingSteps = []; // tool steps shown before their message joined
     this.summarizing = null;
+    this.hearingEntry = null; // the user's words as they are heard, before they are a message
+    this.unnumbered = null; // a reply shown whole whose message has not come yet
   }
 
   clear() {
@@ -32,11 +34,36 @@ export class Conversation {
     this.streaming = null;
     this.pendingSteps = [];
     this.summarizing = null;
+    this.hearingEntry = null;
+    this.unnumbered = null;
+  }
+
+  // What the user is saying, as heard so far; then (`heard`) what the whole utterance said,
+  // shown as their message until it joins the conversation with its number ("" : nothing).
+  hearing(words) {
+    if (!this.hearingEntry) {
+      this.hearingEntry = this.entry("user");
+      this.hearingEntry.classList.add("hearing");
+    }
+    this.hearingEntry.querySelector(".body").textContent = words;
+  }
+
+  heard(words) {
+    if (!words) {
+      this.hearingEntry?.remove();
+      this.hearingEntry = null;
+      return;
+    }
+    this.hearing(words);
   }
 
   // A numbered message: the user's, Parley's answer, or a tool's result (as a step).
   message(m) {
-    if (this.entries.has(m.seq)) return;
+    const known = this.entries.get(m.seq);
+    if (known) { // sent again: its text changed (a spoken reply noted as cut short)
+      (known.querySelector(".body") || known.querySelector(".result")).textContent = m.text;
+      return;
+    }
     if (m.role === "tool") {
       const step = this.pendingSteps.shift() || this.step(m.label || m.tool);
       step.root.querySelector(".seq").textContent = `#${m.seq}`;
@@ -45,11 +72,19 @@ export class Conversation {
       return;
     }
     let root;
-    if (m.role === "assistant" && this.streaming) {
-      root = this.streaming.root;
+    if (m.role === "user" && this.hearingEntry) {
+      root = this.hearingEntry; // the words heard: now numbered, as the model was given them
+      root.classList.remove("hearing");
+      root.querySelector(".body").textContent = m.text;
+      this.hearingEntry = null;
+    } else if (m.role === "assistant" && (this.streaming || this.unnumbered)) {
+      // The reply shown as it was written (a spoken reply joins the conversation once it
+      // has been said, after its `reply-done`).
+      root = this.streaming ? this.streaming.root : this.unnumbered;
       root.classList.remove("streaming");
       root.querySelector(".body").textContent = m.text;
       this.streaming = null;
+      this.unnumbered = null;
     } else {
       root = this.entry(m.role);
       root.querySelector(".body").textContent = m.text;
@@ -72,6 +107,7 @@ export class Conversation {
   // A piece of the answer as it is written.
   delta(text) {
     if (!this.streaming) {
+      this.unnumbered = null;
       const root = this.entry("assistant");
       root.classList.add("streaming");
       this.streaming = { root, body: root.querySelector(".body") };
@@ -81,7 +117,10 @@ export class Conversation {
 
   // The reply ended: a text shown but never kept (a reply stopped) stays as it was shown.
   done(cancelled) {
-    if (this.streaming) this.streaming.root.classList.remove("streaming");
+    if (this.streaming) {
+      this.streaming.root.classList.remove("streaming");
+      if (!this.streaming.root.dataset.seq) this.unnumbered = this.streaming.root;
+    }
     this.streaming = null;
     if (cancelled) this.line("Stopped.");
   }

@@ -1,0 +1,246 @@
+"""`parley web`'s voice over the WebSocket, as the page (or a script) uses it: a real
+uvicorn server on the voice loop, with stand-in engines (speech-to-text that hears what the
+test scripted for each clip's loudness, a voice that speaks tones) and a scripted model.
+
+What a user relies on: with Hands-free on, what they say is heard, shown as their message
+and answered, and the reply's audio comes back as it is spoken; Stop, or speaking over the
+reply, silences it; Push to talk hears what is said while it is held; with Hands-free off
+and nothing held, the microphone is not listened to; typed chat works alongside; when the
+speech engines cannot load, that is one line and the page is typed chat.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import numpy as np
+import pytest
+
+from assistant.errors import ModelError
+from assistant.session import engines
+from assistant.session.settings import ListeningSettings, ModelSettings, Settings
+from tests.support import espeak
+from tests.support.clips import RATE, clip, silence, speechlike
+from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
+from tests.support.web import Tab, web_server
+
+QUESTION, OVER, FOLLOW_UP = 8000, 14000, 11000
+"""The loudness of the clips the stand-in speech-to-text hears as these words."""
+SCRIPT = {QUESTION: "What is the capital of France?", OVER: "Wait, stop."}
+SETTINGS = Settings(model=ModelSettings(no_local_intents=True),
+                    listening=ListeningSettings(end_of_turn="silence"))
+LONG_ANSWER = ("Once upon a time a fox lived by the river. Every morning she walked to the "
+               "old mill to watch the boats. One day a heron asked her where the water went. "
+               "She did not know, so they followed it together all the way to the sea.")
+"""Spoken at 50 ms a character, 10 s a sentence: a reply still being spoken when stopped."""
+FRAME = 800
+"""Samples a frame, 50 ms, as the page's worklet sends them."""
+
+
+@pytest.fixture
+def model(monkeypatch) -> ScriptedChatModel:
+    scripted = ScriptedChatModel()
+    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
+    return scripted
+
+
+def speak(tab: Tab, pcm: np.ndarray) -> None:
+    """Send `pcm` as a microphone does: 50 ms frames, in real time."""
+    started = time.monotonic()
+    for n, start in enumerate(range(0, len(pcm), FRAME)):
+        tab.send(pcm[start:start + FRAME].astype("<i2").tobytes())
+        time.sleep(max(0.0, started + (n + 1) * FRAME / RATE - time.monotonic()))
+
+
+def states(tab: Tab) -> list[str]:
+    return [m["state"] for m in tab.seen if m["type"] == "state"]
+
+
+def until_state(tab: Tab, state: str, after: str | None = None) -> list[dict]:
+    """The messages until the state is `state` (after it was `after`, if given)."""
+    def done(message: dict) -> bool:
+        return message == {"type": "state", "state": state} and (
+            after is None or after in states(tab)[:-1])
+    return tab.until(done)
+
+
+def audio_seconds(tab: Tab) -> float:
+    """Seconds of reply audio the tab was sent; every frame says its rate first."""
+    total = 0.0
+    for frame in tab.audio:
+        (rate,) = struct.unpack("<I", frame[:4])
+        assert rate == ToneTextToSpeech.sample_rate
+        total += (len(frame) - 4) / 2 / rate
+    return total
+
+
+def test_speech_is_heard_shown_answered_and_its_audio_streamed_back(model):
+    model.enqueue("Paris is the capital of France.")
+    stt, tts = ScriptedSpeechToText(SCRIPT), ToneTextToSpeech(ms_per_char=20)
+    # Voice's own settings (in a config file, say) are not the page's: it listens hands-free.
+    for_voice = ListeningSettings(end_of_turn="silence", push_to_talk=True, echo_cancel=True)
+    settings = Settings(model=ModelSettings(no_local_intents=True), listening=for_voice)
+    with web_server(settings, (stt, tts)) as server:
+        tab = server.tab()
+        assert tab.next()["voice"] is True
+        tab.send({"type": "hands-free", "on": True})
+        speak(tab, np.concatenate([clip(1.2, QUESTION), silence(1.0)]))
+        got = until_state(tab, "listening", after="speaking")
+        heard = next(m for m in got if m["type"] == "heard")
+        assert heard["text"] == "What is the capital of France?"
+        user = next(m for m in got if m["type"] == "message")
+        assert (user["seq"], user["role"], user["text"]) == (
+            1, "user", "What is the capital of France?")
+        done = next(m for m in got if m["type"] == "reply-done")
+        assert done["text"] == "Paris is the capital of France." and not done["cancelled"]
+        spoken = [m for m in got if m["type"] == "spoken"]
+        assert [m["text"] for m in spoken] == ["Paris is the capital of France."]
+        # The whole reply's audio, as long as the voice made it.
+        assert audio_seconds(tab) == pytest.approx(spoken[0]["seconds"], abs=0.01)
+        assert tts.spoken == ["Paris is the capital of France."]
+        seen = states(tab)
+        assert seen.index("listening") < seen.index("thinking") < seen.index("speaking")
+        api = server.conversation()["messages"]
+        assert [(m["role"], m["text"]) for m in api] == [
+            ("user", "What is the capital of France?"),
+            ("assistant", "Paris is the capital of France.")]
+        assert server.tab().next()["live"] == []  # that turn is over: a new tab has it all
+
+
+def test_stop_while_speaking_silences_the_reply_at_once(model):
+    model.enqueue(LONG_ANSWER)
+    tts = ToneTextToSpeech(ms_per_char=50)  # about 2 s a sentence
+    with web_server(SETTINGS, (ScriptedSpeechToText(SCRIPT), tts)) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "text", "text": "Tell me a long story."})
+        until_state(tab, "speaking")
+        tab.send({"type": "stop"})
+        stopped = until_state(tab, "idle")
+        assert {"type": "audio-stop"} in stopped
+        interrupted = next(m for m in stopped if m["type"] == "interrupted")
+        assert 0 < interrupted["spoken_seconds"] < 5
+        assert LONG_ANSWER.startswith(interrupted["heard_text"])
+        assert audio_seconds(tab) < len(LONG_ANSWER) * 0.05  # not all of it was sent
+        # The reply is kept noting what was heard of it, and the tab shows it so.
+        kept = server.conversation()["messages"][-1]["text"]
+        assert "[Spoken aloud; the user interrupted" in kept
+        shown = [m["text"] for m in tab.seen if m["type"] == "message" and m["seq"] == 2]
+        assert shown[-1] == kept
+
+
+def test_speaking_over_the_reply_stops_it_and_is_heard(model):
+    model.enqueue(LONG_ANSWER, "All right, stopping.")
+    tts = ToneTextToSpeech(ms_per_char=50)
+    with web_server(SETTINGS, (ScriptedSpeechToText(SCRIPT), tts)) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "hands-free", "on": True})
+        tab.send({"type": "text", "text": "Tell me a long story."})
+        until_state(tab, "speaking")
+        speak(tab, np.concatenate([speechlike(1.2, OVER), silence(1.0)]))
+        got = tab.until(lambda m: m["type"] == "heard" and m["text"] == "Wait, stop.")
+        assert {"type": "audio-stop"} in got, [m["type"] for m in got]
+        interrupted = next(m for m in got if m["type"] == "interrupted")
+        assert 0 < interrupted["spoken_seconds"] < 10
+        until_state(tab, "listening", after="speaking")
+        users = [m["text"] for m in server.conversation()["messages"] if m["role"] == "user"]
+        assert users == ["Tell me a long story.", "Wait, stop."]
+
+
+def test_push_to_talk_hears_what_is_said_while_it_is_held(model):
+    model.enqueue("Paris.")
+    stt = ScriptedSpeechToText(SCRIPT)
+    with web_server(SETTINGS, (stt, ToneTextToSpeech(ms_per_char=5))) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "talk", "pressed": True})
+        # Released while the words still come: the turn ends there, without the silence.
+        speak(tab, np.concatenate([silence(0.3), speechlike(1.2, QUESTION)]))
+        tab.send({"type": "talk", "pressed": False})
+        got = until_state(tab, "idle", after="speaking")
+        assert "listening" in states(tab)
+        assert next(m for m in got if m["type"] == "heard")["text"] == SCRIPT[QUESTION]
+        assert next(m for m in got if m["type"] == "reply-done")["text"] == "Paris."
+
+
+def test_with_hands_free_off_and_nothing_held_the_microphone_is_not_heard(model):
+    model.enqueue("Typed and answered.")
+    stt = ScriptedSpeechToText(SCRIPT)
+    with web_server(SETTINGS, (stt, ToneTextToSpeech(ms_per_char=5))) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "hands-free", "on": True})
+        tab.send({"type": "hands-free", "on": False})
+        speak(tab, np.concatenate([clip(1.2, QUESTION), silence(1.0)]))
+        tab.send({"type": "text", "text": "Are you there?"})
+        got = until_state(tab, "idle", after="thinking")
+        assert next(m for m in got if m["type"] == "reply-done")["text"] == \
+            "Typed and answered."
+        assert [m for m in tab.seen if m["type"] in ("heard", "heard-partial")] == []
+        assert stt.heard == []
+        assert "listening" not in states(tab)
+
+
+def test_the_wake_word_and_the_follow_up_window_work_as_in_voice(model):
+    if espeak.missing_reason():
+        pytest.skip(espeak.missing_reason())
+    said = espeak.espeak("Okay Nabu").astype(np.float64)
+    okay_nabu = (said * (2000 / np.abs(said).max())).astype(np.int16)  # quieter than the rest
+    model.enqueue("Paris.", "Lyon.")
+    stt = ScriptedSpeechToText(SCRIPT | {FOLLOW_UP: "And the second city?"})
+    listening = ListeningSettings(end_of_turn="silence", wake_word="okay_nabu", follow_up_s=4)
+    settings = Settings(model=ModelSettings(no_local_intents=True), listening=listening)
+    with web_server(settings, (stt, ToneTextToSpeech(ms_per_char=5))) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "hands-free", "on": True})
+        speak(tab, np.concatenate([speechlike(1.2, QUESTION), silence(1.0)]))
+        assert stt.heard == []  # no wake word: nothing was listened to
+        speak(tab, np.concatenate([okay_nabu, silence(0.1), speechlike(1.2, QUESTION),
+                                   silence(1.0)]))
+        got = until_state(tab, "listening", after="speaking")
+        assert [m["word"] for m in got if m["type"] == "wake"] == ["okay_nabu"]
+        assert tab.audio  # the chime, then the reply
+        speak(tab, np.concatenate([silence(0.5), speechlike(1.2, FOLLOW_UP), silence(1.0)]))
+        tab.until(lambda m: m["type"] == "reply-done" and m["text"] == "Lyon.")
+    users = [m.content for m in server.room.conversation.history.messages if m.role == "user"]
+    assert users == [SCRIPT[QUESTION], "And the second city?"]
+
+
+def test_a_bad_voice_message_gets_a_clear_error(model):
+    with web_server(SETTINGS) as server:
+        tab = server.tab()
+        tab.next()
+        for bad, said in (({"type": "hands-free"}, '"on": true or false'),
+                          ({"type": "talk", "pressed": "yes"}, '"pressed": true or false'),
+                          (b"\x01\x02\x03", "odd number of bytes")):
+            tab.send(bad)
+            error = tab.until_type("error")[-1]
+            assert error["stage"] == "request" and said in error["message"]
+
+
+def test_without_speech_engines_it_says_so_once_and_is_typed_chat(model, monkeypatch):
+    def cannot_load(chosen):
+        raise ModelError("the Whisper model is missing: pass --stt-model")
+
+    monkeypatch.setattr(engines, "load_stt", cannot_load)
+    model.enqueue("Typed and answered.")
+    warned: list[str] = []
+    with web_server(SETTINGS, None, warned.append) as server:
+        tab = server.tab()
+        joined = tab.next()
+        assert joined["voice"] is False
+        assert "the Whisper model is missing" in joined["voice_off"]
+        tab.send({"type": "hands-free", "on": True})
+        error = tab.until_type("error")[-1]
+        assert error["message"].startswith("Voice is off: the speech engines could not load")
+        tab.send(silence(0.1).tobytes())
+        assert tab.until_type("error")[-1]["message"] == error["message"]
+        tab.send({"type": "text", "text": "Are you there?"})
+        got = tab.until(lambda m: m == {"type": "state", "state": "idle"})
+        assert next(m for m in got if m["type"] == "reply-done")["text"] == \
+            "Typed and answered."
+    assert warned == ["Voice is off: the speech engines could not load (the Whisper model "
+                      "is missing: pass --stt-model). The page works as typed chat."]
