@@ -290,9 +290,7 @@ class LlamaChatModel(ChatModel):
         cached = self._cached_prefix(tokens)
         if cached >= len(tokens) - 1:
             return 0
-        # A batch at a time, as a reply's prompt is read (the same batches, so the same
-        # numbers): Parley closing does not wait for the whole prompt (613 tokens took 62 s
-        # on two busy cores).
+        # A batch at a time (the same batches as a reply's): closing need not wait for all.
         if not self._read_prompt(tokens, cached, stop or CancelToken()):
             return self._llm.n_tokens - cached
         # One generated token is the cheapest way through llama-cpp-python's public API to
