@@ -282,8 +282,7 @@ class LlamaChatModel(ChatModel):
 
     def prefill(self, messages: Sequence[PromptMessage], tools: Sequence[ToolSpec],
                 stop: CancelToken | None = None) -> int:
-        # Rendered without the generation prompt: exactly the beginning the next prompt,
-        # which adds the user's next message, will share.
+        # Without the generation prompt: the beginning the next prompt (one message more) shares.
         tokens = self._tokens(self._render(messages, tools, False))
         if not tokens or len(tokens) >= self.context_size:
             return 0
