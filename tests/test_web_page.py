@@ -279,3 +279,78 @@ def test_parley_web_on_the_embedded_model_answers_in_the_browser_and_stops_on_si
             server.kill()
     assert server.stdout.text().splitlines() == [ready.group(0)]  # the one line
     assert changes_outside(log, [tmp_path]) == []
+
+
+@pytest.mark.real
+def test_open_hands_the_printed_address_to_the_desktops_browser(tmp_path):
+    """`--open`: the browser the desktop names (`BROWSER`, as Python's webbrowser reads it)
+    is given the very address printed, token included."""
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    process = subprocess.Popen(
+        guarded_parley(["web", "--uri", "http://127.0.0.1:0", "--open"]),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=guarded_env(tmp_path, BROWSER=f"{browser} %s"))
+    assert process.stdout is not None and process.stderr is not None
+    server = Server(process, "127.0.0.1", 0, Lines(process.stdout), Lines(process.stderr))
+    try:
+        ready = server.stdout.wait_for(re.compile(r"^Parley is at (http://\S+)$"), START_S)
+        assert ready is not None, f"no address printed:\n{server.output()}"
+        wait_until(lambda: opened.exists() and opened.read_text().strip(), "the browser opened")
+        assert opened.read_text().strip() == ready.group(1)
+        os.kill(server.parley_pid(), signal.SIGTERM)
+        assert process.wait(timeout=START_S) == 0, server.output()
+    finally:
+        if process.poll() is None:
+            server.kill()
+
+
+def test_a_cut_reply_and_a_model_error_are_said_in_lines_and_the_talk_goes_on(page, model):
+    from models.errors import EngineError
+
+    model.enqueue("Paris is lovely.<|im_start|>user\nAnd Rome?",
+                  EngineError("the language model stopped: out of memory"), "Rome too.")
+    with web_server() as server:
+        page.goto(server.page_url)
+        status = page.get_by_role("status")
+        say(page, "Tell me about Paris.")
+        expect(entry(page, 2)).to_contain_text("Paris is lovely.")
+        expect(page.locator("#log")).to_contain_text(
+            "The reply was cut short: it began to write the model's own markup.")
+        expect(entry(page, 2)).not_to_contain_text("im_start")
+        expect(status).to_have_text("Idle")
+        say(page, "And Rome?")
+        expect(page.locator("#log")).to_contain_text("out of memory")
+        expect(status).to_have_text("Idle")
+        say(page, "Rome, then?")
+        expect(page.locator("#log")).to_contain_text("Rome too.")
+        kept = [m["text"] for m in server.conversation()["messages"] if m["role"] == "user"]
+        assert kept[0] == "Tell me about Paris." and kept[-1] == "Rome, then?"
+
+
+def test_a_fact_out_of_the_prompt_is_recalled_in_a_line(page, monkeypatch):
+    """Once a summary covers where the car was parked, asking about it puts that message
+    beside the question, and the page says which one in a line."""
+    model = SummarizingModel(2048)
+    monkeypatch.setattr(engines, "load_model", lambda chosen: model)
+    settings = Settings(model=ModelSettings(no_local_intents=True, ctx=2048, answer_tokens=256))
+    talk = [("I parked the car on level 3, spot 42. " + "words " * 190, "Noted.")]
+    talk += [filler(n) for n in range(5)]
+    with web_server(settings) as server:
+        page.goto(server.page_url)
+        for seq, (question, answer) in enumerate(talk, start=1):
+            model.enqueue(answer)
+            say(page, question)
+            expect(entry(page, 2 * seq)).to_be_visible()
+            expect(page.get_by_role("status")).to_have_text("Idle")
+            assert server.room.wait_between_turns(HUNG_S)
+            if server.room.conversation.summary.covered_through >= 2:
+                break
+        assert server.room.conversation.summary.covered_through >= 2, "no summary covered it"
+        model.enqueue("Level 3.")
+        say(page, "Which level did I park the car on?")
+        expect(page.locator("#log")).to_contain_text(
+            "Recalling message #1 from earlier in this conversation")
+        expect(page.locator("#log")).to_contain_text("Level 3.")

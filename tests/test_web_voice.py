@@ -23,7 +23,7 @@ from assistant.session.settings import ListeningSettings, ModelSettings, Setting
 from tests.support import espeak
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
-from tests.support.web import Tab, web_server
+from tests.support.web import Tab, asking_tool, tool_call, web_server
 
 QUESTION, OVER, FOLLOW_UP = 8000, 14000, 11000
 """The loudness of the clips the stand-in speech-to-text hears as these words."""
@@ -163,6 +163,31 @@ def test_push_to_talk_hears_what_is_said_while_it_is_held(model):
         assert "listening" in states(tab)
         assert next(m for m in got if m["type"] == "heard")["text"] == SCRIPT[QUESTION]
         assert next(m for m in got if m["type"] == "reply-done")["text"] == "Paris."
+
+
+
+def test_a_tools_question_is_answered_by_a_spoken_yes(model):
+    """Asked aloud before a tool changes something, the user's spoken yes runs it (as in
+    `parley voice`); the page shows the question and the answer as their events."""
+    yes = 12000
+    model.enqueue(tool_call("notes__delete_note", {"name": "a.txt"}), "Deleted it.")
+    ran: list[dict] = []
+    stt = ScriptedSpeechToText({QUESTION: "Delete a.txt.", yes: "Yes."})
+    with web_server(SETTINGS, (stt, ToneTextToSpeech(ms_per_char=5))) as server:
+        server.room.conversation.tools.register(asking_tool(ran))
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "hands-free", "on": True})
+        speak(tab, np.concatenate([clip(1.0, QUESTION), silence(1.0)]))
+        asked = tab.until_type("confirm-asked")[-1]
+        assert asked["question"] == "Shall I run delete note on notes, with name a.txt?"
+        speak(tab, np.concatenate([silence(1.0), clip(0.6, yes), silence(1.0)]))
+        answered = tab.until_type("confirm-answered")[-1]
+        assert (answered["allowed"], answered["outcome"], answered["answer"]) == (
+            True, "yes", "Yes.")
+        done = tab.until_type("reply-done")[-1]
+        assert done["text"] == "Deleted it."
+    assert ran == [{"name": "a.txt"}]
 
 
 def test_with_hands_free_off_and_nothing_held_the_microphone_is_not_heard(model):
