@@ -284,7 +284,7 @@ def test_parley_web_on_the_embedded_model_answers_in_the_browser_and_stops_on_si
 @pytest.mark.real
 def test_open_hands_the_printed_address_to_the_desktops_browser(tmp_path):
     """`--open`: the browser the desktop names (`BROWSER`, as Python's webbrowser reads it)
-    is given the very address printed, token included."""
+    is given the very address printed, token included; Ctrl-C ends it with exit code 0."""
     opened = tmp_path / "opened"
     browser = tmp_path / "browser"
     browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
@@ -300,7 +300,7 @@ def test_open_hands_the_printed_address_to_the_desktops_browser(tmp_path):
         assert ready is not None, f"no address printed:\n{server.output()}"
         wait_until(lambda: opened.exists() and opened.read_text().strip(), "the browser opened")
         assert opened.read_text().strip() == ready.group(1)
-        os.kill(server.parley_pid(), signal.SIGTERM)
+        os.kill(server.parley_pid(), signal.SIGINT)  # Ctrl-C ends it as SIGTERM does
         assert process.wait(timeout=START_S) == 0, server.output()
     finally:
         if process.poll() is None:

@@ -190,6 +190,25 @@ def test_a_tools_question_is_answered_by_a_spoken_yes(model):
     assert ran == [{"name": "a.txt"}]
 
 
+
+def test_a_ringing_timer_is_heard_in_the_page(model):
+    """A timer that goes off rings in the page's speaker (the chime and the announcement),
+    not only on screen."""
+    settings = Settings(listening=ListeningSettings(end_of_turn="silence"))
+    with web_server(settings, (ScriptedSpeechToText({}), ToneTextToSpeech(ms_per_char=5))) \
+            as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "text", "text": "Set a timer for 1 second."})
+        assert "timer" in tab.until_type("reply-done")[-1]["text"]
+        finished = tab.until_type("timer-finished")[-1]
+        assert finished["seconds"] == 1
+        before = len(tab.audio)
+        got = until_state(tab, "idle", after="speaking")
+        assert [m["text"] for m in got if m["type"] == "spoken"][-1] == finished["text"]
+        assert len(tab.audio) > before  # its sound came to the page
+
+
 def test_with_hands_free_off_and_nothing_held_the_microphone_is_not_heard(model):
     model.enqueue("Typed and answered.")
     stt = ScriptedSpeechToText(SCRIPT)
