@@ -22,14 +22,12 @@ from assistant.session.settings import ModelSettings, SavingSettings, Settings
 from tests.support.clocks import HUNG_S
 from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
-from tests.support.web import EndlessModel, asking_tool, tool_call, web_server
+from tests.support.web import EndlessModel, asking_tool, scripted_model, tool_call, web_server
 
 
 @pytest.fixture
 def model(monkeypatch) -> ScriptedChatModel:
-    scripted = ScriptedChatModel()
-    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
-    return scripted
+    return scripted_model(monkeypatch)
 
 
 def types(messages: list[dict]) -> list[str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -30,22 +29,13 @@ from assistant.session.settings import ModelSettings, Settings
 from assistant.timer_tool import NAME as TIMER
 from memory.summary import SUMMARIZER_SYSTEM
 from models.base import CancelToken, Chunk, PromptMessage, ToolSpec
+from tests.support.browser import CHROMIUM, entry, expect, prepared, sync_api
 from tests.support.clocks import HUNG_S, wait_until
 from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
 from tests.support.nodisk import changes_outside, guarded_env, guarded_parley, traced
 from tests.support.serving import START_S, Lines, Server
-from tests.support.web import EndlessModel, asking_tool, tool_call, web_server
-
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="Playwright is missing: pip install -e '.[test]'")
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None:
-    pytest.skip("Chromium is missing: sudo apt install chromium (make test installs it)",
-                allow_module_level=True)
-
-expect = sync_api.expect
-TIMEOUT_MS = HUNG_S * 1000
+from tests.support.web import EndlessModel, asking_tool, scripted_model, tool_call, web_server
 
 
 @pytest.fixture(scope="module")
@@ -58,18 +48,14 @@ def browser() -> Iterator:
 
 @pytest.fixture
 def page(browser) -> Iterator:
-    opened = browser.new_page()
-    opened.set_default_timeout(TIMEOUT_MS)
-    expect.set_options(timeout=TIMEOUT_MS)
+    opened = prepared(browser.new_page())
     yield opened
     opened.close()
 
 
 @pytest.fixture
 def model(monkeypatch) -> ScriptedChatModel:
-    scripted = ScriptedChatModel()
-    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
-    return scripted
+    return scripted_model(monkeypatch)
 
 
 def say(page, text: str) -> None:
@@ -77,10 +63,6 @@ def say(page, text: str) -> None:
     box = page.get_by_role("textbox", name="Message")
     box.fill(text)
     box.press("Enter")
-
-
-def entry(page, seq: int):
-    return page.locator(f"article.entry[data-seq='{seq}']")
 
 
 def test_a_message_sent_with_enter_shows_numbered_with_its_streamed_reply(page, model):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
@@ -27,27 +26,18 @@ import numpy as np
 import pytest
 import soundfile
 
-from assistant.session import engines
 from assistant.session.settings import ListeningSettings, ModelSettings, Settings
 from tests.support import espeak
+from tests.support.browser import CHROMIUM, entry, expect, prepared, sync_api
 from tests.support.clips import RATE, silence
-from tests.support.clocks import HUNG_S
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.nodisk import guarded_env, guarded_parley
 from tests.support.serving import START_S, Lines, Server
-from tests.support.web import web_server
+from tests.support.web import scripted_model, web_server
 
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="Playwright is missing: pip install -e '.[test]'")
-CHROMIUM = shutil.which("chromium")
-if CHROMIUM is None:
-    pytest.skip("Chromium is missing: sudo apt install chromium (make test installs it)",
-                allow_module_level=True)
 if espeak.missing_reason():
     pytest.skip(espeak.missing_reason() or "", allow_module_level=True)
 
-expect = sync_api.expect
-TIMEOUT_MS = HUNG_S * 1000
 QUESTION = "What is the capital of France?"
 SETTINGS = Settings(model=ModelSettings(no_local_intents=True),
                     listening=ListeningSettings(end_of_turn="silence"))
@@ -73,10 +63,7 @@ def open_page(tmp_path) -> Iterator[Callable[..., object]]:
             browser = playwright.chromium.launch(executable_path=CHROMIUM,
                                                  args=["--no-sandbox", *args])
             browsers.append(browser)
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            expect.set_options(timeout=TIMEOUT_MS)
-            return page
+            return prepared(browser.new_page())
 
         yield opened
         for browser in browsers:
@@ -85,18 +72,12 @@ def open_page(tmp_path) -> Iterator[Callable[..., object]]:
 
 @pytest.fixture
 def model(monkeypatch) -> ScriptedChatModel:
-    scripted = ScriptedChatModel()
-    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
-    return scripted
+    return scripted_model(monkeypatch)
 
 
 def hears_the_question() -> ScriptedSpeechToText:
     """Hears the question in anything loud enough to be speech."""
     return ScriptedSpeechToText({10000: QUESTION})
-
-
-def entry(page, seq: int):
-    return page.locator(f"article.entry[data-seq='{seq}']")
 
 
 def test_hands_free_hears_the_question_and_plays_the_reply(open_page, model, tmp_path):

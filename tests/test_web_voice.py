@@ -23,7 +23,7 @@ from assistant.session.settings import ListeningSettings, ModelSettings, Setting
 from tests.support import espeak
 from tests.support.clips import RATE, clip, silence, speechlike
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
-from tests.support.web import Tab, asking_tool, tool_call, web_server
+from tests.support.web import Tab, asking_tool, scripted_model, tool_call, web_server
 
 QUESTION, OVER, FOLLOW_UP = 8000, 14000, 11000
 """The loudness of the clips the stand-in speech-to-text hears as these words."""
@@ -40,9 +40,7 @@ FRAME = 800
 
 @pytest.fixture
 def model(monkeypatch) -> ScriptedChatModel:
-    scripted = ScriptedChatModel()
-    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
-    return scripted
+    return scripted_model(monkeypatch)
 
 
 def speak(tab: Tab, pcm: np.ndarray) -> None:

@@ -20,6 +20,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from assistant.cli.saved import close_saved
 from assistant.confirmation import Confirmation
+from assistant.session import engines
 from assistant.session.engines import Loaded
 from assistant.session.settings import ModelSettings, Settings
 from assistant.tools import Tool
@@ -177,3 +178,10 @@ def tool_call(name: str, arguments: dict) -> str:
 
 def _no_warnings(line: str) -> None:
     raise AssertionError(f"warned: {line}")
+
+
+def scripted_model(monkeypatch) -> ScriptedChatModel:
+    """A scripted model, the one the server loads as its language model."""
+    scripted = ScriptedChatModel()
+    monkeypatch.setattr(engines, "load_model", lambda chosen: scripted)
+    return scripted
