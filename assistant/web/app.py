@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from assistant.web.guard import refusal
-from assistant.web.inbox import Room, receive
+from assistant.web.inbox import AudioPace, Room, receive
 from assistant.web.tabs import Tab
 
 STATIC = Path(__file__).parent / "static"
@@ -113,6 +113,7 @@ async def _serve_tab(room: Room, websocket: WebSocket) -> None:
                 await websocket.send_text(json.dumps(data, ensure_ascii=False))
 
     tab = Tab(send)
+    pace = AudioPace()
     leave = room.join(tab)
     sender = asyncio.create_task(forward())
     try:
@@ -121,7 +122,7 @@ async def _serve_tab(room: Room, websocket: WebSocket) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
-            receive(room, text if text is not None else message.get("bytes") or b"", tab)
+            receive(room, text if text is not None else message.get("bytes") or b"", tab, pace)
     except WebSocketDisconnect:
         pass
     finally:
