@@ -1,18 +1,23 @@
-"""Another site's page in a real Chromium cannot drive `parley web`, even knowing its token.
+"""`parley web` in a real Chromium against what is not its page's ordinary use: another
+site's page cannot drive it, even knowing its token; a paste over its size bound is said.
 
 A second small web server on another port serves a page whose script opens Parley's
 WebSocket with the right token; Chromium sends that page's Origin, Parley refuses it, and
 the socket never delivers Parley's conversation. Chromium is the system's driven by
-Playwright; without them this test skips, saying why (under CI a skip fails).
+Playwright; without them these tests skip, saying why (under CI a skip fails).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
+from assistant.web.server import MAX_MESSAGE_BYTES
 from tests.support.browser import CHROMIUM, expect, prepared, sync_api
 from tests.support.web import TOKEN, scripted_model, web_server
 
@@ -51,19 +56,40 @@ def another_site(page: str) -> Iterator[str]:
         server.server_close()
 
 
-def test_a_page_on_another_site_never_gets_parleys_conversation(monkeypatch):
-    scripted_model(monkeypatch)
-    with sync_api.sync_playwright() as playwright, web_server() as parley:
+@pytest.fixture
+def page() -> Iterator:
+    with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            page = prepared(browser.new_page())
-            with another_site(OTHER_SITE.format(port=parley.port, token=TOKEN)) as url:
-                page.goto(url)
-                expect(page.locator("#said")).to_have_text("closed")
-            assert parley.room.tabs.connected() == []
-            # The same socket from Parley's own page is taken: the refusal is the Origin's.
-            page.goto(parley.page_url)
-            expect(page.get_by_role("status")).to_have_text("Idle")
-            assert len(parley.room.tabs.connected()) == 1
+            yield prepared(browser.new_page())
         finally:
             browser.close()
+
+
+def test_a_page_on_another_site_never_gets_parleys_conversation(page, monkeypatch):
+    scripted_model(monkeypatch)
+    with web_server() as parley:
+        with another_site(OTHER_SITE.format(port=parley.port, token=TOKEN)) as url:
+            page.goto(url)
+            expect(page.locator("#said")).to_have_text("closed")
+        assert parley.room.tabs.connected() == []
+        # The same socket from Parley's own page is taken: the refusal is the Origin's.
+        page.goto(parley.page_url)
+        expect(page.get_by_role("status")).to_have_text("Idle")
+        assert len(parley.room.tabs.connected()) == 1
+
+
+def test_a_paste_over_the_bound_is_said_and_another_tab_goes_on(page, monkeypatch):
+    scripted_model(monkeypatch).enqueue("Still here.")
+    with web_server() as parley:
+        other = parley.tab()
+        other.next()
+        page.goto(parley.page_url)
+        box = page.get_by_role("textbox", name="Message")
+        box.fill("x" * (MAX_MESSAGE_BYTES + 1))
+        box.press("Enter")
+        expect(page.get_by_role("status")).to_have_text(re.compile(
+            r"^Disconnected: that message was too large for Parley \(.*exceeds limit of "
+            rf"{MAX_MESSAGE_BYTES} bytes\)\. Reload the page and send less\.$"))
+        other.send({"type": "text", "text": "Are you there?"})
+        assert other.until(lambda m: m["type"] == "reply-done")[-1]["text"] == "Still here."
