@@ -52,7 +52,7 @@ def run_web(args: argparse.Namespace, settings: Settings) -> int:
                                                flush=True)) as room:
         announce(room.conversation, console)
         try:
-            serve(build_app(room, token), address, ready)
+            serve(build_app(room, token, address.host), address, ready)
         finally:
             room.close()
             close_saved(room.conversation)

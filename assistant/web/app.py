@@ -4,7 +4,8 @@ one WebSocket, `/ws`, every one of them behind the token printed with the URL.
 The token keeps other local users and web sites out: a page elsewhere can reach
 127.0.0.1 from the browser, but it cannot know the token. It comes in the URL's `?token=`;
 the page itself is sent a cookie holding it, so that its style sheet and scripts load
-(the cookie's name carries the port: two servers on one host keep theirs apart).
+(the cookie's name carries the port: two servers on one host keep theirs apart). Before
+the token, a request's Host and Origin must be Parley's own (`guard`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from assistant.web.inbox import Room, receive
+from assistant.web.guard import refusal
+from assistant.web.inbox import AudioPace, Room, receive
 from assistant.web.tabs import Tab
 
 STATIC = Path(__file__).parent / "static"
@@ -34,29 +36,36 @@ def new_token() -> str:
     return secrets.token_urlsafe(18)
 
 
-def build_app(room: Room, token: str) -> Starlette:
-    def allowed(connection: HTTPConnection) -> bool:
-        given = connection.query_params.get("token") or connection.cookies.get(
-            _cookie_name(connection))
-        return given is not None and secrets.compare_digest(given, token)
+def build_app(room: Room, token: str, listen_host: str) -> Starlette:
+    """The app; `listen_host`: the address it listens on, as `--uri` gave it."""
+    def refused(connection: HTTPConnection) -> Response | None:
+        """The 403 that answers `connection`, or None when it may go on."""
+        why = refusal(connection.headers, connection.scope.get("server"), listen_host)
+        if why is None:
+            given = connection.query_params.get("token") or connection.cookies.get(
+                _cookie_name(connection))
+            if given is not None and secrets.compare_digest(given, token):
+                return None
+            why = REFUSED
+        return PlainTextResponse(why, status_code=403)
 
     async def page(request: Request) -> Response:
-        if not allowed(request):
-            return PlainTextResponse(REFUSED, status_code=403)
+        if (denial := refused(request)) is not None:
+            return denial
         response = FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
         response.set_cookie(_cookie_name(request), token, httponly=True, samesite="strict")
         return response
 
     async def conversation(request: Request) -> Response:
-        if not allowed(request):
-            return PlainTextResponse(REFUSED, status_code=403)
+        if (denial := refused(request)) is not None:
+            return denial
         snapshot = room.tabs.snapshot()
         return JSONResponse({key: snapshot[key] for key in
                              ("messages", "summary", "state", "timers")}, headers=_NO_STORE)
 
     async def socket(websocket: WebSocket) -> None:
-        if not allowed(websocket):
-            await websocket.send_denial_response(PlainTextResponse(REFUSED, status_code=403))
+        if (denial := refused(websocket)) is not None:
+            await websocket.send_denial_response(denial)
             return
         await websocket.accept()
         await _serve_tab(room, websocket)
@@ -64,9 +73,8 @@ def build_app(room: Room, token: str) -> Starlette:
     static = StaticFiles(directory=STATIC)
 
     async def assets(scope, receive, send) -> None:
-        request = Request(scope)
-        if not allowed(request):
-            await PlainTextResponse(REFUSED, status_code=403)(scope, receive, send)
+        if (denial := refused(Request(scope))) is not None:
+            await denial(scope, receive, send)
             return
         await static(scope, receive, send)
 
@@ -105,6 +113,7 @@ async def _serve_tab(room: Room, websocket: WebSocket) -> None:
                 await websocket.send_text(json.dumps(data, ensure_ascii=False))
 
     tab = Tab(send)
+    pace = AudioPace()
     leave = room.join(tab)
     sender = asyncio.create_task(forward())
     try:
@@ -113,7 +122,7 @@ async def _serve_tab(room: Room, websocket: WebSocket) -> None:
             if message["type"] == "websocket.disconnect":
                 break
             text = message.get("text")
-            receive(room, text if text is not None else message.get("bytes") or b"", tab)
+            receive(room, text if text is not None else message.get("bytes") or b"", tab, pace)
     except WebSocketDisconnect:
         pass
     finally:

@@ -5,6 +5,7 @@ What cannot be taken is an `error` event to that tab alone; the conversation goe
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -16,6 +17,36 @@ from assistant.web.tabs import Tab, Tabs
 BUSY = ("Parley is still answering the last message. Wait for it to finish, or press Stop, "
         "then send this again.")
 KINDS = "text, stop, confirm, talk or hands-free"
+RATE = 16_000
+"""The tabs' audio: samples a second."""
+AUDIO_AHEAD_S = 2.0
+"""How far a tab's audio may run ahead of real time (frames that waited on a slow network
+arrive in a burst); beyond it, what arrives is dropped."""
+TOO_FAST = (f"Audio is arriving faster than a microphone records it: Parley hears at most "
+            f"real time (16 kHz) and {AUDIO_AHEAD_S:g} s ahead, and dropped the rest. Send "
+            "the frames as they are recorded.")
+
+
+class AudioPace:
+    """How much of one tab's audio is heard: a microphone's worth, so a tab cannot make
+    Parley hear an hour in a second, nor fill its memory with audio to get through."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._at = clock()
+        self._ahead = AUDIO_AHEAD_S * RATE
+        """Samples the tab may still send beyond real time."""
+        self.told = False
+        """The tab was told once that audio was dropped (a flood is not answered by one)."""
+
+    def take(self, samples: int) -> int:
+        """How many of `samples` just received may be heard (the first ones)."""
+        now = self._clock()
+        self._ahead = min(AUDIO_AHEAD_S * RATE, self._ahead + (now - self._at) * RATE)
+        self._at = now
+        taken = min(samples, round(self._ahead))  # not int(): 0.05 s is 799.99… samples
+        self._ahead -= taken
+        return taken
 
 
 class VoiceInput(Protocol):
@@ -48,14 +79,14 @@ class Room(Protocol):
         """The answer to the question a tool asked; False if none is waiting."""
 
 
-def receive(room: Room, raw: str | bytes, tab: Tab) -> None:
-    """One message from `tab`: JSON text, or (bytes) microphone audio."""
+def receive(room: Room, raw: str | bytes, tab: Tab, pace: AudioPace) -> None:
+    """One message from `tab`: JSON text, or (bytes) microphone audio, heard at `pace`."""
     if isinstance(raw, bytes):
-        _audio(room, raw, tab)
+        _audio(room, raw, tab, pace)
         return
     try:
         message = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses
         message = None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         tab.send(refused(f"That message is not a JSON object with a \"type\" ({KINDS}); "
@@ -96,14 +127,21 @@ def _switch(room: Room, kind: str, message: dict, tab: Tab) -> None:
         room.voice.hands_free(tab, value)
 
 
-def _audio(room: Room, raw: bytes, tab: Tab) -> None:
+def _audio(room: Room, raw: bytes, tab: Tab, pace: AudioPace) -> None:
+    if len(raw) % 2:
+        tab.send(refused("Audio frames are 16-bit samples (little-endian, 16 kHz mono): "
+                         "this one has an odd number of bytes."))
+        return
+    taken = pace.take(len(raw) // 2)
+    if taken < len(raw) // 2 and not pace.told:
+        pace.told = True
+        tab.send(refused(TOO_FAST))
+    if not taken:
+        return  # dropped: not even the answer that voice is off, a flood gets one error
     if room.voice is None:
         tab.send(voice_off(room))
-    elif len(raw) % 2:
-        tab.send(refused("Audio frames are 16-bit samples: this one has an odd number of "
-                         "bytes."))
-    elif raw:
-        room.voice.hear(tab, np.frombuffer(raw, dtype="<i2").astype(np.int16))
+    else:
+        room.voice.hear(tab, np.frombuffer(raw[:taken * 2], dtype="<i2").astype(np.int16))
 
 
 def voice_off(room: Room) -> dict:

@@ -66,11 +66,22 @@ class _Server(uvicorn.Server):
         self._captured_signals.clear()
 
 
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""A WebSocket message, at most (uvicorn's own bound is 16 MiB). A typed message this long
+is already far more than a model's context takes (that is said to the tab as chat says it),
+and the page's audio frames are 1.6 kB: a larger one is refused as it arrives, the socket
+closed with code 1009 and the reason, before it is held in memory."""
+
+
+def web_config(app, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's settings for `parley web` (the tests' server uses them too)."""
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", ws="auto",
+                          ws_max_size=MAX_MESSAGE_BYTES, lifespan="off", access_log=False)
+
+
 def serve(app, address: WebAddress, ready: Callable[[int], None]) -> None:
     """Run until Ctrl-C or SIGTERM; `ready(port)` once it listens."""
-    config = uvicorn.Config(app, host=address.host, port=address.port, log_level="warning",
-                            ws="auto", lifespan="off", access_log=False)
-    server = _Server(config, ready)
+    server = _Server(web_config(app, address.host, address.port), ready)
     try:
         server.run()
     except SystemExit as exc:  # uvicorn exits when it cannot bind: say why in one line

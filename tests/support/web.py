@@ -26,6 +26,7 @@ from assistant.session.settings import ModelSettings, Settings
 from assistant.tools import Tool
 from assistant.web.app import build_app
 from assistant.web.room import ChatRoom
+from assistant.web.server import web_config
 from assistant.web.session import web_room
 from assistant.web.voice_room import VoiceRoom
 from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
@@ -131,9 +132,7 @@ def web_server(settings: Settings = SETTINGS,
         speech = (ScriptedSpeechToText({}), ToneTextToSpeech(ms_per_char=5))
     loaded = Loaded() if speech is None else Loaded(stt=speech[0], tts=speech[1])  # type: ignore[index]
     with web_room(settings, warn or _no_warnings, loaded) as room:
-        config = uvicorn.Config(build_app(room, TOKEN), host="127.0.0.1", port=0,
-                                log_level="warning", ws="auto", lifespan="off")
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(web_config(build_app(room, TOKEN, "127.0.0.1"), "127.0.0.1", 0))
         thread = threading.Thread(target=server.run, name="web server", daemon=True)
         thread.start()
         try:

@@ -37,10 +37,16 @@ socket.addEventListener("message", (received) => {
   if (received.data instanceof ArrayBuffer) voice.play(received.data); // the reply's audio
   else show(JSON.parse(received.data));
 });
-socket.addEventListener("close", () => {
-  state.textContent = "Disconnected: Parley has stopped (reload the page once it runs again)";
+socket.addEventListener("close", (closed) => {
+  // 1009: Parley refused a message over its bound (a paste of more than 1 MiB); it runs on.
+  const tooLarge = closed.code === 1009;
+  state.textContent = tooLarge
+    ? `Disconnected: that message was too large for Parley (${closed.reason}). ` +
+      "Reload the page and send less."
+    : "Disconnected: Parley has stopped (reload the page once it runs again)";
   stop.disabled = true;
-  voiceOff("Disconnected: reload the page once Parley runs again.");
+  voiceOff(tooLarge ? "Disconnected: reload the page."
+    : "Disconnected: reload the page once Parley runs again.");
   voice.stop();
 });
 
