@@ -9,14 +9,16 @@ Listening; Push to talk held across the words hears and answers them, and the sa
 said with nothing held are not heard; with the wake word on, the request said after it is
 answered and the same request without it is not.
 
-Each test launches its own Chromium, since the fake microphone's recording is a launch
-flag; each plays its recording once, in real time, so the waits that let a part of it play
-are its own length, not guesses at the machine's speed.
+The tests share one Chromium, whose fake microphone reads its recording afresh each time a
+page opens it: each test writes its own. The recording plays once, in real time, so the
+waits that let a part of it play are its own length, not guesses at the machine's speed.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,8 +42,10 @@ if not samples.available():
 REPLY = "All right, going forward."
 SETTINGS = Settings(model=ModelSettings(no_local_intents=True))
 """Parley's own settings: Smart Turn decides when a turn has ended."""
-LEAD_S, GAP_S, TAIL_S = 1.0, 3.0, 3.0
-"""Silence before the first words, between two sayings, and after the last."""
+LEAD_S, GAP_S, TAIL_S = 1.0, 2.0, 2.0
+"""Silence before the first words, between two sayings, and after the last: the gap and
+the tail are longer than the longest pause that ends a turn (`turn_max_silence_ms`), so
+each saying would be a turn of its own if it were heard."""
 MICROPHONE = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
               "--autoplay-policy=no-user-gesture-required"]
 WATCH = """
@@ -82,29 +86,33 @@ def speech() -> tuple:
 
 
 @pytest.fixture(scope="module")
-def playwright() -> Iterator:
-    with sync_api.sync_playwright() as running:
-        yield running
+def microphone(tmp_path_factory) -> Iterator[tuple[object, Path]]:
+    """One Chromium for the module, and the recording its fake microphone plays: the file
+    is read afresh each time a page opens the microphone."""
+    wav = tmp_path_factory.mktemp("microphone") / "microphone.wav"
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", *MICROPHONE, f"--use-file-for-fake-audio-capture={wav}%noloop"])
+        yield browser, wav
+        browser.close()
 
 
 @pytest.fixture
-def hearing(playwright, tmp_path) -> Iterator[Callable[[np.ndarray], object]]:
-    """Opens a page whose microphone will play `pcm` once (from when it is switched on)."""
-    browsers = []
+def hearing(microphone) -> Iterator[Callable[[np.ndarray], object]]:
+    """Opens a page whose microphone will play `pcm` once, from when it is switched on."""
+    browser, wav = microphone
+    pages = []
 
     def opened(pcm: np.ndarray):
-        wav = tmp_path / f"microphone-{len(browsers)}.wav"
         soundfile.write(wav, pcm, RATE, subtype="PCM_16")
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", *MICROPHONE, f"--use-file-for-fake-audio-capture={wav}%noloop"])
-        browsers.append(browser)
         page = prepared(browser.new_page())
+        pages.append(page)
         page.add_init_script(WATCH)
         return page
 
     yield opened
-    for browser in browsers:
-        browser.close()
+    for page in pages:  # its microphone too: the next page's opens the file afresh
+        page.close()
 
 
 @pytest.fixture
@@ -136,6 +144,12 @@ def played_to_the_end(page) -> None:
     frames = page.evaluate("audioFrames")
     assert frames > 0
     expect(body).to_have_attribute("data-audio-played", str(frames))
+
+
+def played_out(page, started: float, pcm: np.ndarray) -> None:
+    """Until the microphone, switched on at `started`, has played all of `pcm`."""
+    left = started + len(pcm) / RATE - time.monotonic()
+    page.wait_for_timeout(max(0.0, left) * 1000)
 
 
 def in_order(seen: list[str], wanted: list[str]) -> bool:
@@ -173,6 +187,7 @@ def test_push_to_talk_hears_the_words_while_held_and_not_after(
         page.get_by_role("button", name="Push to talk").hover()
         page.mouse.down()
         expect(status).to_have_text("Listening")  # the microphone plays from about now
+        started = time.monotonic()
         page.wait_for_timeout((LEAD_S + go_forward.seconds + 1.0) * 1000)
         page.mouse.up()
         released = len(page.evaluate("statuses"))
@@ -181,7 +196,7 @@ def test_push_to_talk_hears_the_words_while_held_and_not_after(
         expect(status).to_have_text("Idle")
         played_to_the_end(page)
         # The second saying, with nothing held, plays out: it is not heard.
-        page.wait_for_timeout((GAP_S + go_forward.seconds + TAIL_S) * 1000)
+        played_out(page, started, twice)
         assert server.room.loop.wait_replied(HUNG_S)
         expect(users(page)).to_have_count(1)
         expect(status).to_have_text("Idle")
@@ -206,7 +221,7 @@ def test_with_the_wake_word_the_request_after_it_is_answered_and_without_it_not(
         switch = page.get_by_role("switch", name="Hands-free")
         switch.click()
         expect(switch).to_have_attribute("aria-checked", "true")  # the microphone plays
-        page.wait_for_timeout(len(clip) / RATE * 1000)
+        played_out(page, time.monotonic(), clip)
         assert server.room.loop.wait_replied(HUNG_S)
         expect(answers(page)).to_contain_text(REPLY)
         expect(users(page)).to_have_count(1)
