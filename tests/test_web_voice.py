@@ -5,8 +5,9 @@ test scripted for each clip's loudness, a voice that speaks tones) and a scripte
 What a user relies on: with Hands-free on, what they say is heard, shown as their message
 and answered, and the reply's audio comes back as it is spoken; Stop, or speaking over the
 reply, silences it; Push to talk hears what is said while it is held; with Hands-free off
-and nothing held, the microphone is not listened to; typed chat works alongside; when the
-speech engines cannot load, that is one line and the page is typed chat.
+and nothing held, the microphone is not listened to; typed chat works alongside, and a
+message typed during a reply is answered after it; when the speech engines cannot load,
+that is one line and the page is typed chat.
 """
 
 from __future__ import annotations
@@ -126,6 +127,36 @@ def test_stop_while_speaking_silences_the_reply_at_once(model):
         assert "[Spoken aloud; the user interrupted" in kept
         shown = [m["text"] for m in tab.seen if m["type"] == "message" and m["seq"] == 2]
         assert shown[-1] == kept
+
+
+def test_text_typed_while_parley_speaks_is_answered_after_the_reply(model):
+    """As a line typed in `parley voice`: it waits its turn, with no error; it joins the
+    conversation (and the tabs see it) once the reply before it is done."""
+    model.enqueue("Paris is the capital of France.", "Lyon is the second city.")
+    tts = ToneTextToSpeech(ms_per_char=60)  # about 2 s of reply to type over
+    with web_server(SETTINGS, (ScriptedSpeechToText({}), tts)) as server:
+        tab = server.tab()
+        tab.next()
+        tab.send({"type": "text", "text": "What is the capital of France?"})
+        until_state(tab, "speaking")
+        tab.send({"type": "text", "text": "And the second city?"})
+        got = until_state(tab, "idle", after="speaking")
+        assert [m for m in tab.seen if m["type"] == "error"] == []
+        assert [m["text"] for m in tab.seen if m["type"] == "reply-done"] == [
+            "Paris is the capital of France.", "Lyon is the second city."]
+        seen = states(tab)
+        assert seen[-1] == "idle" and "idle" not in seen[:-1]  # one answer after the other
+        first_done = next(n for n, m in enumerate(tab.seen) if m["type"] == "reply-done")
+        typed = next(n for n, m in enumerate(tab.seen)
+                     if m["type"] == "message" and m["text"] == "And the second city?")
+        assert first_done < typed and tab.seen[typed]["seq"] == 3
+        assert tts.spoken == ["Paris is the capital of France.", "Lyon is the second city."]
+        assert got[-1] == {"type": "state", "state": "idle"}
+        api = server.conversation()["messages"]
+        assert [(m["role"], m["text"]) for m in api] == [
+            ("user", "What is the capital of France?"),
+            ("assistant", "Paris is the capital of France."),
+            ("user", "And the second city?"), ("assistant", "Lyon is the second city.")]
 
 
 def test_speaking_over_the_reply_stops_it_and_is_heard(model):

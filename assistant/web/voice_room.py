@@ -2,8 +2,10 @@
 tabs' microphones instead of the sound card, and speaking through `WebSpeaker` to them.
 
 Typed text goes to the loop as a typed line, so text and speech share one conversation and
-one turn queue; text typed while Parley answers is refused (as without voice), except the
-answer to the question a tool asked, which the loop takes as a typed answer. A tab's audio is
+one turn queue: as in `parley voice`, text typed while Parley answers waits its turn and is
+answered after the reply (it joins the conversation, and the tabs see it, when its turn
+comes; Stop drops it with the reply). The first text typed while a tool's question waits
+is the answer to it. A tab's audio is
 listened to while its Hands-free switch is on or its Push to talk is held; one tab's
 microphone at a time, the last one switched on (two would mix into one utterance). What
 the tabs send for the loop goes through one thread, in order: the segmenter's work (the turn
@@ -55,8 +57,6 @@ class VoiceRoom:
         """The tab whose microphone is listened to."""
         self._answered = False
         """The question waiting was answered (the first answer wins)."""
-        self._asking = threading.Lock()
-        """Two tabs typing at once: one message is taken, the other refused."""
         self._inbox: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closed = threading.Event()
         session.timers.when_finished(self._timer_finished)
@@ -75,15 +75,14 @@ class VoiceRoom:
     # -- typed -------------------------------------------------------------------------
 
     def ask(self, text: str) -> bool:
-        """A typed message; False if Parley is still answering."""
-        if self.tabs.question is not None:
-            return self.answer(text)
-        # Not under the tabs' lock: the loop shows events while it holds its own.
-        with self._asking:
-            if self.loop.replying:
-                return False
-            self.loop.submit_text(text)
-        self.tabs.set_state(THINKING)
+        """A typed message: the answer to the question waiting, or a turn queued behind
+        the reply (if any); always taken."""
+        if self.tabs.question is not None and self.answer(text):
+            return True
+        waiting = not self.loop.replying
+        self.loop.submit_text(text)
+        if waiting:  # Parley is on it now; a reply under way keeps showing its own state
+            self.tabs.set_state(THINKING)
         return True
 
     def stop(self) -> None:
