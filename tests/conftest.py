@@ -1,5 +1,6 @@
 """Suite-wide rules and fixtures: under CI a skipped test is a failure; `voice` is
-`parley voice` on stand-in devices (tests/support/voice_command.py).
+`parley voice` on stand-in devices (tests/support/voice_command.py); `browser` and `page`
+are the system's Chromium for a module and a page in it (tests/support/browser.py).
 
 A test skips when a tool or sample it needs is missing (PulseAudio, strace, the speech
 recordings). On a developer's machine that is a fair skip, and its reason is printed at
@@ -10,6 +11,7 @@ turn the run green with nothing real checked: it is reported as a failure instea
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -42,3 +44,23 @@ def voice(monkeypatch) -> VoiceCommand:
     """`parley voice` with stand-in sound devices and language model; the real settings,
     conversation, segmenter, voice loop and (unless a test replaces them) speech engines."""
     return voice_command(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    """One Chromium for a test module; importing its support skips the test, saying why,
+    when Chromium or Playwright is missing."""
+    from tests.support.browser import chromium
+
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    """A new page in the module's Chromium, its expectations waiting only for a hung page."""
+    from tests.support.browser import prepared
+
+    opened = prepared(browser.new_page())
+    yield opened
+    opened.close()

@@ -29,7 +29,7 @@ from assistant.session.settings import ModelSettings, Settings
 from assistant.timer_tool import NAME as TIMER
 from memory.summary import SUMMARIZER_SYSTEM
 from models.base import CancelToken, Chunk, PromptMessage, ToolSpec
-from tests.support.browser import CHROMIUM, entry, expect, prepared, sync_api
+from tests.support.browser import entry, expect, say
 from tests.support.clocks import HUNG_S, wait_until
 from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
@@ -38,31 +38,9 @@ from tests.support.serving import START_S, Lines, Server
 from tests.support.web import EndlessModel, asking_tool, scripted_model, tool_call, web_server
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator:
-    opened = prepared(browser.new_page())
-    yield opened
-    opened.close()
-
-
 @pytest.fixture
 def model(monkeypatch) -> ScriptedChatModel:
     return scripted_model(monkeypatch)
-
-
-def say(page, text: str) -> None:
-    """Type a message and press Enter, as the user does."""
-    box = page.get_by_role("textbox", name="Message")
-    box.fill(text)
-    box.press("Enter")
 
 
 def test_a_message_sent_with_enter_shows_numbered_with_its_streamed_reply(page, model):

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from assistant.web.server import MAX_MESSAGE_BYTES
-from tests.support.browser import CHROMIUM, expect, prepared, sync_api
+from tests.support.browser import chromium, expect, prepared
 from tests.support.web import TOKEN, scripted_model, web_server
 
 OTHER_SITE = """<!doctype html><title>Another site</title><p id="said">opening</p>
@@ -58,12 +58,8 @@ def another_site(page: str) -> Iterator[str]:
 
 @pytest.fixture
 def page() -> Iterator:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield prepared(browser.new_page())
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield prepared(browser.new_page())
 
 
 def test_a_page_on_another_site_never_gets_parleys_conversation(page, monkeypatch):

@@ -15,40 +15,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 
-import pytest
-
 from assistant.mcp_client.config import ServerConfig
 from assistant.session import engines
 from assistant.session.settings import ModelSettings, Settings, ToolSettings
 from models.base import CancelToken, Chunk, PromptMessage, TextChunk, ToolSpec
-from tests.support.browser import CHROMIUM, entry, expect, prepared, sync_api
+from tests.support.browser import entry, expect, prepared, say
 from tests.support.clocks import HUNG_S, wait_until
 from tests.support.conversations import filler
 from tests.support.fakes import ScriptedChatModel, SummarizingModel
 from tests.support.mcp_servers import notes_server_command, notes_server_env
 from tests.support.web import scripted_model, tool_call, web_server
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser) -> Iterator:
-    opened = prepared(browser.new_page())
-    yield opened
-    opened.close()
-
-
-def say(page, text: str) -> None:
-    """Type a message and press Enter, as the user does."""
-    box = page.get_by_role("textbox", name="Message")
-    box.fill(text)
-    box.press("Enter")
 
 
 def test_a_reloaded_page_gets_the_conversation_and_its_summary_back(page, monkeypatch):

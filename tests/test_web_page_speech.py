@@ -28,7 +28,7 @@ from assistant.session import engines
 from assistant.session.settings import ListeningSettings, ModelSettings, Settings, SpeechSettings
 from tests.support import espeak
 from tests.support import speech_samples as samples
-from tests.support.browser import CHROMIUM, expect, prepared, sync_api
+from tests.support.browser import chromium, expect, microphone_playing, prepared
 from tests.support.clips import RATE, silence
 from tests.support.clocks import HUNG_S
 from tests.support.fakes import ScriptedChatModel
@@ -46,8 +46,6 @@ LEAD_S, GAP_S, TAIL_S = 1.0, 2.0, 2.0
 """Silence before the first words, between two sayings, and after the last: the gap and
 the tail are longer than the longest pause that ends a turn (`turn_max_silence_ms`), so
 each saying would be a turn of its own if it were heard."""
-MICROPHONE = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-              "--autoplay-policy=no-user-gesture-required"]
 WATCH = """
 window.statuses = [];
 window.audioFrames = 0;
@@ -90,11 +88,8 @@ def microphone(tmp_path_factory) -> Iterator[tuple[object, Path]]:
     """One Chromium for the module, and the recording its fake microphone plays: the file
     is read afresh each time a page opens the microphone."""
     wav = tmp_path_factory.mktemp("microphone") / "microphone.wav"
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", *MICROPHONE, f"--use-file-for-fake-audio-capture={wav}%noloop"])
+    with chromium(*microphone_playing(wav)) as browser:
         yield browser, wav
-        browser.close()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ import soundfile
 
 from assistant.session.settings import ListeningSettings, ModelSettings, Settings
 from tests.support import espeak
-from tests.support.browser import CHROMIUM, entry, expect, prepared, sync_api
+from tests.support.browser import MICROPHONE, chromium, entry, expect, microphone_playing, prepared
 from tests.support.clips import RATE, silence
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.nodisk import guarded_env, guarded_parley
@@ -41,8 +42,8 @@ if espeak.missing_reason():
 QUESTION = "What is the capital of France?"
 SETTINGS = Settings(model=ModelSettings(no_local_intents=True),
                     listening=ListeningSettings(end_of_turn="silence"))
-FAKE_MICROPHONE = ["--use-fake-device-for-media-stream",
-                   "--autoplay-policy=no-user-gesture-required"]
+FAKE_MICROPHONE = [flag for flag in MICROPHONE if flag != "--use-fake-ui-for-media-stream"]
+"""A microphone the page must ask for: the permission prompt is refused."""
 
 
 def spoken_wav(folder: Path, text: str) -> Path:
@@ -56,18 +57,12 @@ def spoken_wav(folder: Path, text: str) -> Path:
 @pytest.fixture
 def open_page(tmp_path) -> Iterator[Callable[..., object]]:
     """Opens a page in a Chromium launched with `args` (each call its own browser)."""
-    with sync_api.sync_playwright() as playwright:
-        browsers = []
+    with ExitStack() as browsers:
 
         def opened(*args: str):
-            browser = playwright.chromium.launch(executable_path=CHROMIUM,
-                                                 args=["--no-sandbox", *args])
-            browsers.append(browser)
-            return prepared(browser.new_page())
+            return prepared(browsers.enter_context(chromium(*args)).new_page())
 
         yield opened
-        for browser in browsers:
-            browser.close()
 
 
 @pytest.fixture
@@ -84,8 +79,7 @@ def test_hands_free_hears_the_question_and_plays_the_reply(open_page, model, tmp
     # As often as asked: a reply begun at a pause in the question is dropped when it goes on.
     model.enqueue(*["Paris is the capital of France."] * 4)
     wav = spoken_wav(tmp_path, QUESTION)
-    page = open_page("--use-fake-ui-for-media-stream", *FAKE_MICROPHONE,
-                     f"--use-file-for-fake-audio-capture={wav}%noloop")
+    page = open_page(*microphone_playing(wav))
     with web_server(SETTINGS, (hears_the_question(), ToneTextToSpeech(20))) as server:
         page.goto(server.page_url)
         switch = page.get_by_role("switch", name="Hands-free")
@@ -103,8 +97,7 @@ def test_hands_free_hears_the_question_and_plays_the_reply(open_page, model, tmp
 def test_the_space_bar_talks_while_it_is_held(open_page, model, tmp_path):
     model.enqueue(*["Paris."] * 4)
     wav = spoken_wav(tmp_path, QUESTION)
-    page = open_page("--use-fake-ui-for-media-stream", *FAKE_MICROPHONE,
-                     f"--use-file-for-fake-audio-capture={wav}%noloop")
+    page = open_page(*microphone_playing(wav))
     with web_server(SETTINGS, (hears_the_question(), ToneTextToSpeech(20))) as server:
         page.goto(server.page_url)
         status = page.get_by_role("status")
@@ -189,8 +182,7 @@ def test_parley_web_on_the_embedded_engines_hears_and_answers_a_spoken_question(
         ready = server.stdout.wait_for(re.compile(r"^Parley is at (http://127\.0\.0\.1:\d+/"
                                                   r"\?token=[\w-]+)$"), START_S)
         assert ready is not None, f"no address printed:\n{server.output()}"
-        page = open_page("--use-fake-ui-for-media-stream", *FAKE_MICROPHONE,
-                         f"--use-file-for-fake-audio-capture={wav}%noloop")
+        page = open_page(*microphone_playing(wav))
         page.goto(ready.group(1))
         page.get_by_role("switch", name="Hands-free").click()
         question = page.locator("article.entry.user[data-seq]")

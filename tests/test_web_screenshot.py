@@ -47,7 +47,7 @@ def test_the_readme_screenshot_is_a_small_png_of_the_page(monkeypatch):
 
 
 def take_screenshot(monkeypatch) -> None:
-    from tests.support.browser import CHROMIUM, expect, prepared, sync_api
+    from tests.support.browser import chromium, expect, prepared, say
 
     model = ScriptedChatModel()
     monkeypatch.setattr(engines, "load_model", lambda chosen: model)
@@ -56,32 +56,26 @@ def take_screenshot(monkeypatch) -> None:
                   "suits them all.",
                   # The timer's own sentence ends the reply (assistant.tool_offers).
                   tool_call(TIMER, {"action": "start", "seconds": 18 * 60, "name": "risotto"}))
-    with web_server() as server, sync_api.sync_playwright() as playwright:
+    with web_server() as server, chromium() as browser:
         conversation = server.room.conversation
         for role, text in EARLIER:  # as `--resume` brings a saved conversation back
             conversation.history.add(role, text)
         conversation.state.set_summary(RunningSummary(SUMMARY, covered_through=4))
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = prepared(browser.new_page(viewport=VIEWPORT))
-            page.goto(server.page_url)
-            status = page.get_by_role("status")
-            answers = page.locator("article.entry.assistant[data-seq]")
-            for asked, question in enumerate(("How many are coming to dinner again?",
-                                              "Set a timer for 18 minutes for the risotto.")):
-                box = page.get_by_role("textbox", name="Message")
-                box.fill(question)
-                box.press("Enter")
-                expect(answers).to_have_count(len(EARLIER) // 2 + asked + 1)
-                expect(status).to_have_text("Idle")
-            divider = page.locator("details.divider")
-            divider.locator("summary").click()  # open, to show the summary's text
-            expect(divider.locator("pre")).to_contain_text("To buy: arborio rice")
-            expect(page.locator("details.step").first).to_contain_text(
-                "Searching earlier in this conversation for “dinner guests”")
-            expect(page.get_by_role("region", name="Timers", exact=True)).to_contain_text(
-                "risotto timer")
-            page.get_by_role("textbox", name="Message").blur()
-            page.screenshot(path=str(SCREENSHOT))
-        finally:
-            browser.close()
+        page = prepared(browser.new_page(viewport=VIEWPORT))
+        page.goto(server.page_url)
+        status = page.get_by_role("status")
+        answers = page.locator("article.entry.assistant[data-seq]")
+        for asked, question in enumerate(("How many are coming to dinner again?",
+                                          "Set a timer for 18 minutes for the risotto.")):
+            say(page, question)
+            expect(answers).to_have_count(len(EARLIER) // 2 + asked + 1)
+            expect(status).to_have_text("Idle")
+        divider = page.locator("details.divider")
+        divider.locator("summary").click()  # open, to show the summary's text
+        expect(divider.locator("pre")).to_contain_text("To buy: arborio rice")
+        expect(page.locator("details.step").first).to_contain_text(
+            "Searching earlier in this conversation for “dinner guests”")
+        expect(page.get_by_role("region", name="Timers", exact=True)).to_contain_text(
+            "risotto timer")
+        page.get_by_role("textbox", name="Message").blur()
+        page.screenshot(path=str(SCREENSHOT))

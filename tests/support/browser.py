@@ -4,6 +4,9 @@ the test module, saying why, when either is missing (under CI a skip fails)."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +34,34 @@ def prepared(page):
 def entry(page, seq: int):
     """Message #`seq` of the conversation on the page."""
     return page.locator(f"article.entry[data-seq='{seq}']")
+
+
+MICROPHONE = ("--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+              "--autoplay-policy=no-user-gesture-required")
+"""A microphone the page may use without asking, and audio that plays without a click."""
+
+
+def microphone_playing(wav: Path) -> list[str]:
+    """Chromium's flags for a fake microphone that plays `wav` once (read afresh each time
+    a page opens the microphone), as `MICROPHONE` allows it."""
+    return [*MICROPHONE, f"--use-file-for-fake-audio-capture={wav}%noloop"]
+
+
+@contextmanager
+def chromium(*flags: str) -> Iterator:
+    """The system's Chromium, headless, launched with `flags`; closed after."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM,
+                                             args=["--no-sandbox", *flags])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def say(page, text: str) -> None:
+    """Type a message and press Enter, as the user does."""
+    box = page.get_by_role("textbox", name="Message")
+    box.fill(text)
+    box.press("Enter")
+
