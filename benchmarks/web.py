@@ -7,7 +7,7 @@ in turn, alternately, to each path in one run: `parley voice`'s (the session bui
 Parley builds it, in this process, fed 30 ms microphone blocks at real-time pace, as
 benchmarks.voice measures it); the page's (a real `parley web` process and a real
 Chromium tab whose fake microphone plays the recording, through the page's AudioWorklet
-and WebSocket); with `--socket`, a WebSocket client sending the page's 50 ms frames at
+and WebSocket); with `--socket`, a WebSocket client sending the page's 30 ms frames at
 real-time pace (the server's share alone, without the browser). End of speech is the same instant in
 every path: the recording's last loud 10 ms, on the clock of the audio as it was
 delivered (the earliest any block arrived after its last sample was due). First audio: the

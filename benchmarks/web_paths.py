@@ -33,8 +33,8 @@ LEAD_S, TAIL_S = 0.5, 1.5
 """Silence before each recording (the microphone starting) and after it (the wait)."""
 VOICE_BLOCK = RATE * 30 // 1000
 """`parley voice`'s microphone block (audio/capture.py)."""
-PAGE_FRAME = 800
-"""The page's worklet frame (mic-worklet.js): 50 ms."""
+PAGE_FRAME = 480
+"""The page's worklet frame (mic-worklet.js): 30 ms."""
 TURN_S = 90.0
 """A turn not answered and spoken by then failed."""
 FLAGS = ["--answer-tokens", str(ANSWER_TOKENS), "--no-local-intents", "--end-of-turn",
@@ -162,7 +162,7 @@ class WebProcess:
 
 
 def socket_turn(web: WebProcess, clip: Clip, stop: bool = True) -> float:
-    """The recording sent as the page sends it, in 50 ms frames at real-time pace, and
+    """The recording sent as the page sends it, in 30 ms frames at real-time pace, and
     silence after it (a microphone goes on) until the reply's first audio frame, which
     Stop then ends (or, not `stop`, until it was spoken); ms from the end of speech to
     that frame."""

@@ -32,8 +32,8 @@ from tests.support.clocks import HUNG_S, ManualClock, wait_until
 from tests.support.fakes import ScriptedChatModel
 from tests.support.web import TOKEN, WebServer, scripted_model, web_server
 
-FRAME = 800
-"""Samples a frame, 50 ms, as the page's worklet sends them."""
+FRAME = 480
+"""Samples a frame, 30 ms, as the page's worklet sends them."""
 
 
 @pytest.fixture

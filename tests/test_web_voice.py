@@ -35,8 +35,8 @@ LONG_ANSWER = ("Once upon a time a fox lived by the river. Every morning she wal
                "old mill to watch the boats. One day a heron asked her where the water went. "
                "She did not know, so they followed it together all the way to the sea.")
 """Spoken at 50 ms a character, 10 s a sentence: a reply still being spoken when stopped."""
-FRAME = 800
-"""Samples a frame, 50 ms, as the page's worklet sends them."""
+FRAME = 480
+"""Samples a frame, 30 ms, as the page's worklet sends them."""
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def model(monkeypatch) -> ScriptedChatModel:
 
 
 def speak(tab: Tab, pcm: np.ndarray) -> None:
-    """Send `pcm` as a microphone does: 50 ms frames, in real time."""
+    """Send `pcm` as a microphone does: 30 ms frames, in real time."""
     started = time.monotonic()
     for n, start in enumerate(range(0, len(pcm), FRAME)):
         tab.send(pcm[start:start + FRAME].astype("<i2").tobytes())

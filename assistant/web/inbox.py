@@ -44,7 +44,7 @@ class AudioPace:
         now = self._clock()
         self._ahead = min(AUDIO_AHEAD_S * RATE, self._ahead + (now - self._at) * RATE)
         self._at = now
-        taken = min(samples, round(self._ahead))  # not int(): 0.05 s is 799.99… samples
+        taken = min(samples, round(self._ahead))  # not int(): 0.03 s is 479.99… samples
         self._ahead -= taken
         return taken
 

@@ -188,7 +188,7 @@ function release() {
   if (!held) return;
   held = false;
   talk.classList.remove("held");
-  // The last frames go out first (the worklet posts every 50 ms), then the release.
+  // The last frames go out first (the worklet posts every 30 ms), then the release.
   setTimeout(() => {
     listen();
     send({ type: "talk", pressed: false });
