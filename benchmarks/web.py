@@ -36,6 +36,7 @@ from benchmarks.web_paths import (
     TimedSpeaker,
     WebProcess,
     clips,
+    page_browser,
     page_turn,
     socket_turn,
     voice_turn,
@@ -78,11 +79,13 @@ def bench_latency(turns: int, rounds: int, with_socket: bool) -> None:
                             speaker=speaker) as built, sync_playwright() as playwright, \
                 tempfile.TemporaryDirectory() as folder:
             built.loop.wait_idle(TURN_S)  # the system prompt read ahead, as Parley does
+            wav = Path(folder) / "microphone.wav"
+            browser = page_browser(playwright, wav)
             for number in range(rounds):
                 for clip in recordings:
                     voiced, own = voice_turn(built.loop, speaker, clip)
                     row = [voiced]
-                    ms, note = page_turn(playwright, web, clip, Path(folder))
+                    ms, note = page_turn(browser, web, clip, wav)
                     row.append(ms)
                     paths[1].notes += [note] if note else []
                     time.sleep(SETTLE_S)

@@ -200,20 +200,27 @@ def socket_turn(web: WebProcess, clip: Clip, stop: bool = True) -> float:
     return float("nan") if first is None else (first - said) * 1000
 
 
-def page_turn(playwright, web: WebProcess, clip: Clip, folder: Path) -> tuple[float, str]:
-    """The recording played by Chromium's fake microphone into the page until the reply's
-    first audio frame, which the page's Stop button then ends; ms from the end of speech
-    to that frame, and a note if the recording was not found in what the page sent."""
-    wav = folder / f"{clip.name}.wav"
-    soundfile.write(wav, clip.pcm, RATE, subtype="PCM_16")
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+def page_browser(playwright, wav: Path):
+    """One Chromium for every page turn, started before any is timed (its start-up would
+    otherwise run beside the turn on a small machine): its fake microphone plays `wav`,
+    read afresh each time a page opens the microphone."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=[
         "--no-sandbox", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
         "--autoplay-policy=no-user-gesture-required",
         f"--use-file-for-fake-audio-capture={wav}%noloop"])
+
+
+def page_turn(browser, web: WebProcess, clip: Clip, wav: Path) -> tuple[float, str]:
+    """The recording played by Chromium's fake microphone into a new page until the reply's
+    first audio frame, which the page's Stop button then ends; ms from the end of speech
+    to that frame, and a note if the recording was not found in what the page sent."""
+    soundfile.write(wav, clip.pcm, RATE, subtype="PCM_16")
+    page = browser.new_page()
     try:
-        page = browser.new_page()
         page.add_init_script(PAGE_PROBE)
         page.goto(web.page)
+        page.get_by_role("status").filter(has_text="Idle").wait_for()
+        time.sleep(SETTLE_S)  # the page loaded and idle, as a user's is before they speak
         page.get_by_role("switch", name="Hands-free").click()
         # Audio after the end of speech (a reply begun at a pause may be taken back):
         # the frame holding it is sent after the first frame past it, however aligned.
@@ -226,7 +233,7 @@ def page_turn(playwright, web: WebProcess, clip: Clip, folder: Path) -> tuple[fl
         page.get_by_role("switch", name="Hands-free").click()
         bench = page.evaluate("window.__bench")
     finally:
-        browser.close()
+        page.close()  # and its microphone: the next page's opens the file afresh
     lag, fit = locate(np.array(bench["samples"], dtype=float), clip.pcm.astype(float))
     upto, deliveries = 0, []
     for at, count in bench["sent"]:
