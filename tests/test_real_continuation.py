@@ -16,11 +16,12 @@ from tests.support.nodisk import run_parley
 pytestmark = pytest.mark.real
 
 RATE = 16000
-GOES_ON_AFTER_S = 1.4
+GOES_ON_AFTER_S = 0.9
 """The pause after "Tell me a story.": the turn model calls the request finished at
-210 ms, and the reply is being written, or has just begun to play, when the user goes
-on. Well inside the reply's first moments (1.5 s of its audio) however fast the machine
-answers (at 1.8 s, a reply that began quickly could be past them when the user spoke)."""
+210 ms, and the reply is under way (being heard, written or begun) when the user goes
+on: well inside the reply's first moments however fast it began, and with room for a
+busy machine feeding the replay late (at 1.4 and 1.8 s, a reply that began quickly could
+be past them when the user's words arrived)."""
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_words_said_after_the_reply_began_continue_the_same_turn(tmp_path, clip,
     _, turn = document["turns"]
     kinds = [event["type"] for event in turn["events"]]
     # The reply to "Tell me a story." was under way, then taken back when the user went on.
-    assert "turn-continued" in kinds, kinds
+    assert "turn-continued" in kinds, [kind for kind in kinds if kind != "text-delta"]
     assert "interrupted" not in kinds
     # One message holds what was said before and after the pause, and it was answered.
     users = [m["content"] for m in document["messages"] if m["role"] == "user"]
