@@ -13,12 +13,13 @@ import numpy as np
 
 from assistant.events import Error, Stage
 from assistant.web.tabs import Tab, Tabs
+from models.speech import STT_SAMPLE_RATE
 
 BUSY = ("Parley is still answering the last message. Wait for it to finish, or press Stop, "
         "then send this again.")
 KINDS = "text, stop, confirm, talk or hands-free"
-RATE = 16_000
-"""The tabs' audio: samples a second."""
+RATE = STT_SAMPLE_RATE
+"""The tabs' audio: samples a second, as speech-to-text takes it."""
 AUDIO_AHEAD_S = 2.0
 """How far a tab's audio may run ahead of real time (frames that waited on a slow network
 arrive in a burst); beyond it, what arrives is dropped."""
