@@ -1,6 +1,6 @@
 """`parley web` against `parley voice`: end of speech to first audio, and memory.
 
-    python -m benchmarks.web [--only latency|memory] [--turns 6] [--rounds 2] [--socket]
+    python -m benchmarks.web [--only latency|memory] [--turns 6] [--rounds 4] [--socket]
 
 `latency`: the same recordings of human speech (benchmarks.voice's six turns), each said
 in turn, alternately, to each path in one run: `parley voice`'s (the session built as
@@ -8,13 +8,16 @@ Parley builds it, in this process, fed 30 ms microphone blocks at real-time pace
 benchmarks.voice measures it); the page's (a real `parley web` process and a real
 Chromium tab whose fake microphone plays the recording, through the page's AudioWorklet
 and WebSocket); with `--socket`, a WebSocket client sending the page's 30 ms frames at
-real-time pace (the server's share alone, without the browser). End of speech is the same instant in
-every path: the recording's last loud 10 ms, on the clock of the audio as it was
-delivered (the earliest any block arrived after its last sample was due). First audio: the
-speaker asked to play the reply's first chunk (voice), the first audio frame received by
-the page or the client. `memory`: `parley voice` (on a PulseAudio sound server with a
-virtual microphone) and `parley web` with one connected tab, as processes on the embedded
-models, after one spoken turn: peak and current resident memory and PSS, side by side.
+real-time pace (the server's share alone, without the browser). Each path has its own
+Parley, as each user has: webrtcvad adapts to the audio it has heard (after the browser's
+noise-suppressed audio it ended the same recordings up to 210 ms later;
+benchmarks/README.md). End of speech is the same instant in every path: the recording's
+last loud 10 ms, on the clock of the audio as it was delivered (the earliest any block
+arrived after its last sample was due). First audio: the speaker asked to play the
+reply's first chunk (voice), the first audio frame received by the page or the client.
+`memory`: `parley voice` (on a PulseAudio sound server with a virtual microphone) and
+`parley web` with one connected tab, as processes on the embedded models, after one
+spoken turn: peak and current resident memory and PSS, side by side.
 Figures are printed, never asserted.
 """
 
@@ -73,6 +76,7 @@ def bench_latency(turns: int, rounds: int, with_socket: bool) -> None:
     engines = load_engines()
     speaker = TimedSpeaker()
     web = WebProcess(*FLAGS)
+    client = WebProcess(*FLAGS) if with_socket else None
     time.sleep(SETTLE_S)
     try:
         with replay_session(engines, replay_settings(local_intents=False),
@@ -90,7 +94,7 @@ def bench_latency(turns: int, rounds: int, with_socket: bool) -> None:
                     paths[1].notes += [note] if note else []
                     time.sleep(SETTLE_S)
                     if with_socket:
-                        row.append(socket_turn(web, clip))
+                        row.append(socket_turn(client, clip))
                         time.sleep(SETTLE_S)
                     for path, value in zip(paths, row, strict=True):
                         path.latencies.append(value)
@@ -99,6 +103,8 @@ def bench_latency(turns: int, rounds: int, with_socket: bool) -> None:
                           + f"   (voice loop's own: {own:.0f} ms)", flush=True)
     finally:
         web.stop()
+        if client is not None:
+            client.stop()
     report(paths)
 
 
@@ -213,8 +219,8 @@ def main(argv: list[str] | None = None) -> None:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=["latency", "memory"])
     parser.add_argument("--turns", type=int, default=6, help="recordings (default 6)")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="times each recording is said to each path (default 2)")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="times each recording is said to each path (default 4)")
     parser.add_argument("--socket", action="store_true",
                         help="also a WebSocket client sending the page's frames (the server's "
                              "share without the browser)")

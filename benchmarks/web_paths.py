@@ -255,7 +255,7 @@ def loudness(pcm: np.ndarray) -> np.ndarray:
 def locate(sent: np.ndarray, recording: np.ndarray) -> tuple[int, float]:
     """Where the recording starts in what the page sent (the microphone opens a little
     after the fake file began), and how well their loudness matches there: the browser's
-    gain control and noise suppression change the samples, not the shape."""
+    echo cancellation and resampling change the samples, not the shape."""
     size = 1 << int(np.ceil(np.log2(len(sent) + len(recording))))
     correlation = np.fft.irfft(np.fft.rfft(sent, size) * np.conj(np.fft.rfft(recording, size)),
                                size)

@@ -3,11 +3,12 @@
 WebSocket to the real speech engines (faster-whisper, Smart Turn, Piper; loaded once for
 the module), with a stand-in language model whose answer is pinned.
 
-What a user sees: Hands-free, what they said shows as their message, word for word, the
-reply's audio plays to its end, and the status goes Listening, Thinking, Speaking,
-Listening; Push to talk held across the words hears and answers them, and the same words
-said with nothing held are not heard; with the wake word on, the request said after it is
-answered and the same request without it is not.
+What a user sees: Hands-free, what they said shows as their message, word for word, and
+reaches Parley as the microphone recorded it (at its level), the reply's audio plays to
+its end, and the status goes Listening, Thinking, Speaking, Listening; Push to talk held
+across the words hears and answers them, and the same words said with nothing held are
+not heard; with the wake word on, the request said after it is answered and the same
+request without it is not.
 
 The tests share one Chromium, whose fake microphone reads its recording afresh each time a
 page opens it: each test writes its own. The recording plays once, in real time, so the
@@ -49,7 +50,12 @@ each saying would be a turn of its own if it were heard."""
 WATCH = """
 window.statuses = [];
 window.audioFrames = 0;
-const Native = window.WebSocket;
+window.sentSamples = [];
+const Native = window.WebSocket, send = Native.prototype.send;
+Native.prototype.send = function (data) {
+  if (data instanceof ArrayBuffer) for (const s of new Int16Array(data)) sentSamples.push(s);
+  return send.call(this, data);
+};
 window.WebSocket = class extends Native {
   constructor(...args) {
     super(...args);
@@ -68,7 +74,8 @@ document.addEventListener("DOMContentLoaded", () => {
                                                subtree: true });
 });
 """
-"""Every text the page's status showed, in order, and how many audio frames it was sent."""
+"""Every text the page's status showed, in order, how many audio frames it was sent, and
+the microphone's samples it sent."""
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +154,21 @@ def played_out(page, started: float, pcm: np.ndarray) -> None:
     page.wait_for_timeout(max(0.0, left) * 1000)
 
 
+def heard_as_recorded(page, recording: np.ndarray) -> None:
+    """The page sent Parley the microphone as it recorded: found in what was sent, at its
+    own level (within 3 dB; the browser's gain control made it 11.5 dB louder, and its
+    noise suppression changed where Parley heard the speech end)."""
+    sent = np.array(page.evaluate("sentSamples"), dtype=float)
+    said = recording.astype(float)
+    size = 1 << int(np.ceil(np.log2(len(sent) + len(said))))
+    correlation = np.fft.irfft(np.fft.rfft(sent, size) * np.conj(np.fft.rfft(said, size)), size)
+    at = int(np.argmax(correlation))
+    heard = sent[at:at + len(said)]
+    assert len(heard) == len(said), "the page did not send the whole recording"
+    level_db = 10 * np.log10(np.mean(heard ** 2) / np.mean(said ** 2))
+    assert abs(level_db) < 3, f"the page sent the recording {level_db:+.1f} dB from its level"
+
+
 def in_order(seen: list[str], wanted: list[str]) -> bool:
     """`wanted` appears in `seen` in this order (other states may come between)."""
     rest = iter(seen)
@@ -163,6 +185,7 @@ def test_hands_free_shows_the_words_heard_plays_the_reply_and_listens_again(
         assert samples.words(users(page).locator(".body").inner_text()) == go_forward.transcript
         expect(page.get_by_role("status")).to_have_text("Listening")
         played_to_the_end(page)
+        heard_as_recorded(page, go_forward.pcm)
         seen = page.evaluate("statuses")
         assert in_order(seen, ["Listening", "Thinking", "Speaking", "Listening"]), seen
         assert [m.role for m in server.room.conversation.history.messages] == [
