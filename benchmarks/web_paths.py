@@ -26,6 +26,7 @@ import soundfile
 from audio.memory_out import MemorySpeaker
 from benchmarks.voice import ANSWER_TOKENS
 from tests.support import speech_samples as samples
+from tests.support.clips import offset_in
 from tests.support.serving import START_S, Lines, environment, parley
 
 RATE = samples.SAMPLE_RATE
@@ -256,11 +257,7 @@ def locate(sent: np.ndarray, recording: np.ndarray) -> tuple[int, float]:
     """Where the recording starts in what the page sent (the microphone opens a little
     after the fake file began), and how well their loudness matches there: the browser's
     echo cancellation and resampling change the samples, not the shape."""
-    size = 1 << int(np.ceil(np.log2(len(sent) + len(recording))))
-    correlation = np.fft.irfft(np.fft.rfft(sent, size) * np.conj(np.fft.rfft(recording, size)),
-                               size)
-    lag = int(np.argmax(correlation))
-    lag = lag if lag < size // 2 else lag - size
+    lag = offset_in(sent, recording)
     start, stop = max(0, lag), min(len(sent), lag + len(recording))
     a, b = loudness(sent[start:stop]), loudness(recording[start - lag:stop - lag])
     fit = float(np.corrcoef(a, b)[0, 1]) if len(a) > 100 and a.std() and b.std() else 0.0

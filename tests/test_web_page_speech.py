@@ -30,7 +30,7 @@ from assistant.session.settings import ListeningSettings, ModelSettings, Setting
 from tests.support import espeak
 from tests.support import speech_samples as samples
 from tests.support.browser import chromium, expect, microphone_playing, prepared
-from tests.support.clips import RATE, silence
+from tests.support.clips import RATE, offset_in, silence
 from tests.support.clocks import HUNG_S
 from tests.support.fakes import ScriptedChatModel
 from tests.support.web import web_server
@@ -160,10 +160,8 @@ def heard_as_recorded(page, recording: np.ndarray) -> None:
     noise suppression changed where Parley heard the speech end)."""
     sent = np.array(page.evaluate("sentSamples"), dtype=float)
     said = recording.astype(float)
-    size = 1 << int(np.ceil(np.log2(len(sent) + len(said))))
-    correlation = np.fft.irfft(np.fft.rfft(sent, size) * np.conj(np.fft.rfft(said, size)), size)
-    at = int(np.argmax(correlation))
-    heard = sent[at:at + len(said)]
+    at = offset_in(sent, said)
+    heard = sent[max(0, at):at + len(said)]
     assert len(heard) == len(said), "the page did not send the whole recording"
     level_db = 10 * np.log10(np.mean(heard ** 2) / np.mean(said ** 2))
     assert abs(level_db) < 3, f"the page sent the recording {level_db:+.1f} dB from its level"

@@ -27,6 +27,17 @@ def tone(seconds: float, rate: int = RATE, hz: float = 440.0, peak: int = 10000)
     return sine(seconds, rate, hz, peak).astype(np.int16)
 
 
+def offset_in(heard: np.ndarray, recording: np.ndarray) -> int:
+    """Where `recording` starts in `heard` (negative: it began before `heard` did), by
+    cross-correlation: a path that delays, resamples or filters the audio keeps its shape."""
+    heard, recording = heard.astype(float), recording.astype(float)
+    size = 1 << int(np.ceil(np.log2(len(heard) + len(recording))))
+    correlation = np.fft.irfft(np.fft.rfft(heard, size) * np.conj(np.fft.rfft(recording, size)),
+                               size)
+    lag = int(np.argmax(correlation))
+    return lag if lag < size // 2 else lag - size
+
+
 def speechlike(seconds: float, peak: int, rate: int = RATE, pitch: float = 140.0) -> np.ndarray:
     """A voiced, syllable-paced buzz that webrtcvad takes for speech; `peak` labels it.
 
