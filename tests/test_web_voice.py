@@ -23,6 +23,7 @@ from assistant.session import engines
 from assistant.session.settings import ListeningSettings, ModelSettings, Settings
 from tests.support import espeak
 from tests.support.clips import RATE, clip, silence, speechlike
+from tests.support.clocks import wait_until
 from tests.support.fakes import ScriptedChatModel, ScriptedSpeechToText, ToneTextToSpeech
 from tests.support.web import Tab, asking_tool, scripted_model, tool_call, web_server
 
@@ -115,6 +116,10 @@ def test_stop_while_speaking_silences_the_reply_at_once(model):
         tab.next()
         tab.send({"type": "text", "text": "Tell me a long story."})
         until_state(tab, "speaking")
+        # Stopped once some of it was heard: a stop that came within 5 ms of the first
+        # audio was heard as 0.0 s (spoken_seconds is rounded to 10 ms).
+        wait_until(lambda: server.room.speaker.played_seconds > 0.1,
+                   "a tenth of a second of the reply played")
         tab.send({"type": "stop"})
         stopped = until_state(tab, "idle")
         assert {"type": "audio-stop"} in stopped
